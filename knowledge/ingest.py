@@ -1,0 +1,304 @@
+"""Ingestion: source documents → cleaned → chunked → embedded → written, one article per transaction.
+
+A document whose content hash and chunking are unchanged costs nothing. Embedding work is batched
+across documents (one call for the sentence vectors of a batch, one for its chunk vectors).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from django.db import transaction
+from django.utils import timezone
+
+from knowledge import chunking
+from knowledge.chunking import ChunkBounds, ChunkDraft, Strategy
+from knowledge.cleaning import clean_markdown, find_boilerplate
+from knowledge.embeddings import Embedder, require_same_space
+from knowledge.errors import IngestFileError
+from knowledge.models import Article, ArticleVersion, Chunk, Collection, EmbeddingSpace, VersionStatus
+from knowledge.sources import SourceDocument
+
+BATCH_DOCUMENTS = 64
+
+
+@dataclass
+class IngestReport:
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    failed: int = 0
+    retired: int = 0
+    chunks: int = 0
+    embedding_calls: int = 0
+    texts_embedded: int = 0
+    tokens_embedded: int = 0
+    seconds: float = 0.0
+    errors: list[IngestFileError] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        rate = self.chunks / self.seconds if self.seconds else 0.0
+        return (
+            f"documents: {self.new} new, {self.changed} changed, {self.unchanged} unchanged, {self.failed} failed, "
+            f"{self.retired} retired · chunks written: {self.chunks} · embedding calls: {self.embedding_calls} "
+            f"({self.texts_embedded} texts, {self.tokens_embedded} tokens) · {self.seconds:.1f} s ({rate:.1f} chunks/s)"
+        )
+
+
+@dataclass(frozen=True)
+class PreparedDocument:
+    source: SourceDocument
+    drafts: list[ChunkDraft]
+    vectors: np.ndarray
+
+
+def get_or_create_collection(name: str, embedder: Embedder, *, description: str = "") -> Collection:
+    """The named collection, created bound to the embedder's space; refused if bound to another model's."""
+    fp = embedder.fingerprint
+    space, _ = EmbeddingSpace.objects.get_or_create(
+        model_name=fp.model_name, dimension=fp.dimension, weights_sha256=fp.weights_sha256
+    )
+    collection, _ = Collection.objects.select_related("embedding_space").get_or_create(
+        name=name, defaults={"embedding_space": space, "description": description}
+    )
+    require_same_space(collection, embedder)
+    return collection
+
+
+def prepare_documents(
+    documents: Sequence[SourceDocument],
+    *,
+    strategy: Strategy,
+    bounds: ChunkBounds,
+    embedder: Embedder,
+    boilerplate: frozenset[str] = frozenset(),
+) -> list[PreparedDocument]:
+    """Clean, chunk and embed a batch of documents with two embedding calls in all."""
+    count = embedder.count_tokens
+    parsed = [chunking.parse_sections(clean_markdown(doc.body, boilerplate), count) for doc in documents]
+
+    section_vectors: list[list[np.ndarray | None]] = [[None] * len(sections) for sections in parsed]
+    if strategy == "heading-semantic":
+        wanted = [
+            (d, s)
+            for d, sections in enumerate(parsed)
+            for s, section in enumerate(sections)
+            if chunking.needs_sentence_vectors(section, bounds)
+        ]
+        texts = [unit.text for d, s in wanted for unit in parsed[d][s].units]
+        vectors = embedder.encode(texts)
+        offset = 0
+        for d, s in wanted:
+            n = len(parsed[d][s].units)
+            section_vectors[d][s] = vectors[offset : offset + n]
+            offset += n
+
+    drafts = [
+        chunking.chunk_document(sections, strategy, bounds, count, section_vectors[d])
+        for d, sections in enumerate(parsed)
+    ]
+    texts = [
+        chunking.embedding_text(doc.title, draft.heading_path, draft.text)
+        for doc, doc_drafts in zip(documents, drafts, strict=True)
+        for draft in doc_drafts
+    ]
+    chunk_vectors = embedder.encode(texts)
+    prepared, offset = [], 0
+    for doc, doc_drafts in zip(documents, drafts, strict=True):
+        prepared.append(PreparedDocument(doc, doc_drafts, chunk_vectors[offset : offset + len(doc_drafts)]))
+        offset += len(doc_drafts)
+    return prepared
+
+
+def _publish(version: ArticleVersion) -> None:
+    """Make version the published one of its article; the version it replaces becomes superseded."""
+    ArticleVersion.objects.filter(article=version.article, status=VersionStatus.PUBLISHED).exclude(
+        pk=version.pk
+    ).update(status=VersionStatus.SUPERSEDED)
+    version.status = VersionStatus.PUBLISHED
+    version.save(update_fields=["status", "updated_at"])
+
+
+def write_chunks(version: ArticleVersion, prepared: PreparedDocument, space: EmbeddingSpace) -> int:
+    """Replace a version's chunks. Call inside a transaction."""
+    version.chunks.all().delete()
+    Chunk.objects.bulk_create(
+        Chunk(
+            version=version,
+            embedding_space=space,
+            ordinal=i,
+            heading_path=draft.heading_path[:1000],
+            text=draft.text,
+            token_count=draft.token_count,
+            embedding=vector,
+        )
+        for i, (draft, vector) in enumerate(zip(prepared.drafts, prepared.vectors, strict=True))
+    )
+    return len(prepared.drafts)
+
+
+def _status_for_source(version: ArticleVersion) -> str:
+    """Published unless a newer version of the article replaces it (by `supersedes` or a later effective date)."""
+    siblings = ArticleVersion.objects.filter(article=version.article).exclude(pk=version.pk)
+    if siblings.filter(supersedes=version).exists():
+        return VersionStatus.SUPERSEDED
+    newer = siblings.filter(
+        status=VersionStatus.PUBLISHED, effective_date__gt=version.effective_date
+    ).exists()
+    return VersionStatus.SUPERSEDED if newer else VersionStatus.PUBLISHED
+
+
+def write_document(collection: Collection, prepared: PreparedDocument, chunking_label: str) -> tuple[bool, int]:
+    """Write one source version and its chunks atomically. Returns (was it new, chunks written)."""
+    doc = prepared.source
+    with transaction.atomic():
+        article, _ = Article.objects.select_for_update().get_or_create(
+            collection=collection, slug=doc.slug, defaults={"title": doc.title}
+        )
+        article.title, article.product, article.language, article.retired_at = (
+            doc.title, doc.product, doc.language, None
+        )
+        article.save()
+        supersedes = None
+        if doc.supersedes is not None:
+            supersedes = ArticleVersion.objects.get(article=article, version_label=doc.supersedes)
+        version, created = ArticleVersion.objects.update_or_create(
+            article=article,
+            version_label=doc.version_label,
+            defaults={
+                "effective_date": doc.effective_date,
+                "audience": doc.audience,
+                "supersedes": supersedes,
+                "body": doc.body,
+                "content_hash": doc.content_hash,
+                "chunking": chunking_label,
+                "source_path": doc.path[:500],
+                "indexed_at": timezone.now(),
+            },
+        )
+        written = write_chunks(version, prepared, collection.embedding_space)
+        if _status_for_source(version) == VersionStatus.PUBLISHED:
+            _publish(version)
+        elif version.status != VersionStatus.SUPERSEDED:
+            version.status = VersionStatus.SUPERSEDED
+            version.save(update_fields=["status", "updated_at"])
+    return created, written
+
+
+def retire_missing_articles(collection: Collection, present_slugs: set[str]) -> int:
+    """Articles whose sources disappeared stop serving: marked retired, chunks removed, history kept."""
+    retired = 0
+    for article in Article.objects.filter(collection=collection, retired_at__isnull=True).exclude(
+        slug__in=present_slugs
+    ):
+        with transaction.atomic():
+            Chunk.objects.filter(version__article=article).delete()
+            ArticleVersion.objects.filter(article=article).update(indexed_at=None)
+            article.retired_at = timezone.now()
+            article.save(update_fields=["retired_at", "updated_at"])
+        retired += 1
+    return retired
+
+
+def _check_batch(
+    collection: Collection, items: Iterable[SourceDocument | IngestFileError], report: IngestReport
+) -> tuple[list[SourceDocument], set[str], bool]:
+    """Valid, non-duplicate documents; the slugs seen; whether every failed item's slug is known."""
+    docs: list[SourceDocument] = []
+    seen: dict[tuple[str, str], str] = {}
+    slugs: set[str] = set()
+    all_slugs_known = True
+    for item in items:
+        if isinstance(item, IngestFileError):
+            report.errors.append(item)
+            all_slugs_known = False
+            continue
+        slugs.add(item.slug)
+        key = (item.slug, item.version_label)
+        if key in seen:
+            report.errors.append(
+                IngestFileError(item.path, f"duplicate id {item.slug!r} version {item.version_label!r}: "
+                                f"already defined by {seen[key]}", field="id")
+            )
+            continue
+        seen[key] = item.path
+        docs.append(item)
+    existing = set(
+        ArticleVersion.objects.filter(article__collection=collection).values_list("article__slug", "version_label")
+    )
+    valid = []
+    for doc in docs:
+        if doc.supersedes is not None and (doc.slug, doc.supersedes) not in seen and (doc.slug, doc.supersedes) not in existing:
+            report.errors.append(
+                IngestFileError(doc.path, f"supersedes version {doc.supersedes!r} of {doc.slug!r}, which does not exist",
+                                field="supersedes")
+            )
+            continue
+        valid.append(doc)
+    return valid, slugs, all_slugs_known
+
+
+def ingest(
+    collection_name: str,
+    items: Iterable[SourceDocument | IngestFileError],
+    *,
+    embedder: Embedder,
+    strategy: Strategy,
+    bounds: ChunkBounds,
+    retire_missing: bool,
+    detect_boilerplate: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> IngestReport:
+    """Bring a collection in line with its sources. Failures are reported per file; the rest still ingest."""
+    started = time.perf_counter()
+    calls_before, texts_before, tokens_before = embedder.calls, embedder.texts_embedded, embedder.tokens_embedded
+    report = IngestReport()
+    collection = get_or_create_collection(collection_name, embedder)
+    docs, slugs, all_slugs_known = _check_batch(collection, items, report)
+    label = bounds.describe(strategy)
+
+    indexed = {
+        (slug, version_label): (content_hash, chunking_label)
+        for slug, version_label, content_hash, chunking_label in ArticleVersion.objects.filter(
+            article__collection=collection, article__retired_at__isnull=True, indexed_at__isnull=False
+        ).values_list("article__slug", "version_label", "content_hash", "chunking")
+    }
+    todo = [d for d in docs if indexed.get((d.slug, d.version_label)) != (d.content_hash, label)]
+    report.unchanged = len(docs) - len(todo)
+    # Older versions first, so a version's `supersedes` target is always written before it.
+    todo.sort(key=lambda d: (d.slug, d.effective_date, d.version_label))
+    boilerplate = frozenset(find_boilerplate(d.body for d in docs)) if detect_boilerplate else frozenset()
+
+    done = 0
+    for start in range(0, len(todo), BATCH_DOCUMENTS):
+        batch = todo[start : start + BATCH_DOCUMENTS]
+        for prepared in prepare_documents(batch, strategy=strategy, bounds=bounds, embedder=embedder,
+                                          boilerplate=boilerplate):
+            created, written = write_document(collection, prepared, label)
+            report.new += created
+            report.changed += not created
+            report.chunks += written
+        done += len(batch)
+        if progress:
+            progress(done, len(todo))
+
+    if retire_missing:
+        if all_slugs_known:
+            report.retired = retire_missing_articles(collection, slugs)
+        else:
+            report.warnings.append("Articles with missing sources were not retired: some files could not be read, "
+                                   "so their ids are unknown. Fix the errors above and ingest again.")
+    collection.last_synced_at = timezone.now()
+    collection.save(update_fields=["last_synced_at"])
+
+    report.failed = len(report.errors)
+    report.embedding_calls = embedder.calls - calls_before
+    report.texts_embedded = embedder.texts_embedded - texts_before
+    report.tokens_embedded = embedder.tokens_embedded - tokens_before
+    report.seconds = time.perf_counter() - started
+    return report
+

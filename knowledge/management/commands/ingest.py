@@ -1,0 +1,95 @@
+import sys
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+
+from knowledge.chunking import STRATEGIES, ChunkBounds
+from knowledge.embeddings import default_embedder
+from knowledge.errors import KnowledgeError
+from knowledge.ingest import ingest
+from knowledge.sources import read_beir_corpus, read_markdown_tree
+
+
+def _slug(value: str) -> str:
+    from django.core.validators import validate_slug
+
+    validate_slug(value)
+    return value
+
+
+class Command(BaseCommand):
+    help = (
+        "Sync a collection with its sources: Markdown files with front matter (a folder or one file) or a BEIR "
+        "corpus.jsonl. Unchanged documents cost nothing; articles whose files disappeared from a folder are retired."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("path", type=Path, help="A folder of .md files, one .md file, or a BEIR folder/corpus.jsonl")
+        parser.add_argument("--collection", required=True, help="Collection name (a slug), e.g. helpcentre")
+        parser.add_argument("--format", choices=("markdown", "beir"), default="markdown")
+        parser.add_argument("--strategy", choices=STRATEGIES, default=settings.CHUNK_STRATEGY)
+        parser.add_argument("--min-tokens", type=int, default=settings.CHUNK_MIN_TOKENS)
+        parser.add_argument("--max-tokens", type=int, default=settings.CHUNK_MAX_TOKENS)
+        parser.add_argument("--limit", type=int, default=None, help="Only the first N documents (benchmarks, trials)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        path: Path = options["path"]
+        if not path.exists():
+            raise CommandError(f"{path} does not exist.")
+        try:
+            collection = _slug(options["collection"])
+        except Exception:
+            raise CommandError(
+                f"--collection {options['collection']!r} is not a valid name: use letters, digits, '-' and '_'."
+            ) from None
+        try:
+            bounds = ChunkBounds(min_tokens=options["min_tokens"], max_tokens=options["max_tokens"])
+        except ValueError as exc:
+            raise CommandError(f"--min-tokens/--max-tokens: {exc}") from None
+        limit = options["limit"]
+        if limit is not None and limit < 1:
+            raise CommandError("--limit must be a positive number.")
+
+        if options["format"] == "beir":
+            items = list(read_beir_corpus(path, effective_date=date.today()))
+        else:
+            if path.is_dir() and not any(path.rglob("*.md")):
+                raise CommandError(f"{path} holds no .md files.")
+            items = list(read_markdown_tree(path, max_bytes=settings.INGEST_MAX_FILE_BYTES))
+        if limit is not None:
+            items = items[:limit]
+
+        bar = tqdm(total=0, unit="doc", disable=not sys.stderr.isatty(), desc="embedding")
+
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+
+        try:
+            report = ingest(
+                collection,
+                items,
+                embedder=default_embedder(),
+                strategy=options["strategy"],
+                bounds=bounds,
+                # Only a whole folder says which articles exist; a single file or a --limit run says nothing
+                # about the others.
+                retire_missing=path.is_dir() and options["format"] == "markdown" and limit is None,
+                progress=progress,
+            )
+        except KnowledgeError as exc:
+            raise CommandError(str(exc)) from None
+        finally:
+            bar.close()
+        for error in report.errors:
+            self.stderr.write(self.style.ERROR(f"error: {error}"))
+        for warning in report.warnings:
+            self.stderr.write(self.style.WARNING(f"warning: {warning}"))
+        self.stdout.write(f"{collection}: {report.summary()}")
+        if report.failed:
+            raise CommandError(f"{report.failed} document(s) failed; the others were ingested.")

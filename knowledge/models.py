@@ -1,0 +1,136 @@
+"""The knowledge base: collections bound to an embedding space, versioned articles, and their chunks."""
+
+from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from pgvector.django import HnswIndex, VectorField
+
+EMBEDDING_DIMENSION = 384
+
+
+class EmbeddingSpace(models.Model):
+    """The index fingerprint: which model produced a vector. Vectors of different spaces never mix."""
+
+    model_name = models.CharField(max_length=200)
+    dimension = models.PositiveIntegerField()
+    weights_sha256 = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["model_name", "dimension", "weights_sha256"], name="unique_embedding_space")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model_name} ({self.dimension}d, {self.weights_sha256[:12]})"
+
+
+class Collection(models.Model):
+    """A separate knowledge base: the live help centre, or an evaluation corpus."""
+
+    name = models.SlugField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    embedding_space = models.ForeignKey(EmbeddingSpace, on_delete=models.PROTECT, related_name="collections")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_synced_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Article(models.Model):
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="articles")
+    slug = models.CharField(max_length=200)
+    title = models.CharField(max_length=300)
+    product = models.CharField(max_length=100, blank=True)
+    language = models.CharField(max_length=16, default="en")
+    retired_at = models.DateTimeField(null=True, blank=True, help_text="Set when the article's source disappeared.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["collection", "slug"], name="unique_article_slug")]
+        ordering = ["collection", "slug"]
+
+    def __str__(self) -> str:
+        return f"{self.slug}: {self.title}"
+
+
+class Audience(models.TextChoices):
+    PUBLIC = "public", "Public"
+    MEMBER = "member", "Members"
+    STAFF = "staff", "Staff only"
+
+
+class VersionStatus(models.TextChoices):
+    DRAFT = "draft", "Draft"
+    IN_REVIEW = "in_review", "In review"
+    PUBLISHED = "published", "Published"
+    SUPERSEDED = "superseded", "Superseded"
+
+
+class ArticleVersion(models.Model):
+    article = models.ForeignKey(Article, on_delete=models.CASCADE, related_name="versions")
+    version_label = models.CharField(max_length=50)
+    effective_date = models.DateField()
+    status = models.CharField(max_length=20, choices=VersionStatus.choices, default=VersionStatus.DRAFT)
+    audience = models.CharField(max_length=10, choices=Audience.choices, default=Audience.PUBLIC)
+    supersedes = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="superseded_by"
+    )
+    body = models.TextField(help_text="Markdown, without front matter.")
+    content_hash = models.CharField(max_length=64, help_text="SHA-256 of the source: unchanged sources are skipped.")
+    chunking = models.CharField(max_length=100, blank=True, help_text="Strategy and bounds the chunks were made with.")
+    source_path = models.CharField(max_length=500, blank=True)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    indexed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["article", "version_label"], name="unique_version_label"),
+            models.UniqueConstraint(
+                fields=["article"],
+                condition=models.Q(status="published"),
+                name="one_published_version_per_article",
+            ),
+        ]
+        ordering = ["article", "-effective_date"]
+
+    def __str__(self) -> str:
+        return f"{self.article.slug} v{self.version_label} ({self.status})"
+
+
+class Chunk(models.Model):
+    version = models.ForeignKey(ArticleVersion, on_delete=models.CASCADE, related_name="chunks")
+    embedding_space = models.ForeignKey(EmbeddingSpace, on_delete=models.PROTECT, related_name="chunks")
+    ordinal = models.PositiveIntegerField()
+    heading_path = models.CharField(max_length=1000)
+    text = models.TextField()
+    token_count = models.PositiveIntegerField()
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSION)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("heading_path", "text", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["version", "ordinal"], name="unique_chunk_ordinal")]
+        indexes = [
+            HnswIndex(
+                name="chunk_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+            GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
+            GinIndex(fields=["text"], opclasses=["gin_trgm_ops"], name="chunk_text_trgm"),
+        ]
+        ordering = ["version", "ordinal"]
+
+    def __str__(self) -> str:
+        return f"{self.heading_path} #{self.ordinal}"

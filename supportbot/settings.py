@@ -1,0 +1,114 @@
+"""Settings for supportbot. Every value comes from the environment, validated by supportbot.env."""
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from supportbot.env import env_bool, env_choice, env_int, env_str
+
+# Models come from installed packages only; never let a library reach for a model hub.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+DEBUG = env_bool("DJANGO_DEBUG", True)
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off.")
+    SECRET_KEY = "insecure-local-development-key-set-DJANGO_SECRET_KEY-in-production"
+ALLOWED_HOSTS = [h.strip() for h in env_str("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h.strip()]
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "channels",
+    "knowledge",
+    "conversations",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "supportbot.urls"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+WSGI_APPLICATION = None
+ASGI_APPLICATION = "supportbot.asgi.application"
+CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# The local cluster started by `make db` / `make run`; any Postgres with pgvector works.
+DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:54329/supportbot"
+_database_url = env_str("DATABASE_URL", DEFAULT_DATABASE_URL)
+if not _database_url.startswith(("postgres://", "postgresql://")):
+    raise ImproperlyConfigured(
+        f"DATABASE_URL must be a postgres:// URL (supportbot needs PostgreSQL with pgvector), got {_database_url!r}."
+    )
+DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
+DATABASES["default"]["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME", "test_supportbot")}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "var" / "staticfiles"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_choice("LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR"))},
+}
+
+# --- Knowledge base -------------------------------------------------------------------------
+# "all-MiniLM-L6-v2" is the packaged offline model; a path to a local sentence-transformers
+# directory selects another. The index fingerprint keeps vectors of different models apart.
+EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "all-MiniLM-L6-v2")
+EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 64, minimum=1, maximum=1024)
+CHUNK_MIN_TOKENS = env_int("CHUNK_MIN_TOKENS", 40, minimum=1, maximum=2000)
+CHUNK_MAX_TOKENS = env_int("CHUNK_MAX_TOKENS", 200, minimum=8, maximum=2000)
+if CHUNK_MIN_TOKENS * 2 > CHUNK_MAX_TOKENS:
+    raise ImproperlyConfigured(
+        f"CHUNK_MAX_TOKENS ({CHUNK_MAX_TOKENS}) must be at least twice CHUNK_MIN_TOKENS ({CHUNK_MIN_TOKENS}), "
+        "or long sections cannot be split into chunks that respect both bounds."
+    )
+CHUNK_STRATEGY = env_choice("CHUNK_STRATEGY", "heading-semantic", ("heading-semantic", "heading", "sentence", "fixed"))
+INGEST_MAX_FILE_BYTES = env_int("INGEST_MAX_FILE_BYTES", 1_000_000, minimum=1_000)
+SAMPLE_HELP_CENTRE = BASE_DIR / "knowledge" / "sample" / "helpcentre"

@@ -1,0 +1,34 @@
+# supportbot: `make run` sets everything up and serves the product; `make test` runs the whole suite.
+SHELL := /bin/bash
+PY := .venv/bin/python
+export SUPPORTBOT_PGDATA ?= /var/lib/supportbot/pgdata
+export SUPPORTBOT_PGPORT ?= 54329
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: setup db stop run test lint bench
+
+setup:
+	@scripts/setup.sh
+
+db: setup
+	@scripts/db.sh
+
+stop:
+	@scripts/pg.sh stop $(SUPPORTBOT_PGDATA)
+
+run: db
+	$(PY) manage.py ingest knowledge/sample/helpcentre --collection helpcentre
+	$(PY) manage.py ensure_staff
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+test: setup
+	@scripts/test.sh $(PYTEST_ARGS)
+
+lint: setup
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+	.venv/bin/mypy
+
+bench: db
+	$(PY) manage.py bench ingest $(BENCH_ARGS)

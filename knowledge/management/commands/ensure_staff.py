@@ -1,0 +1,33 @@
+import secrets
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandParser
+
+
+class Command(BaseCommand):
+    help = "Create the first staff account (with a random password, saved for the operator) if none exists."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--username", default="admin")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        username = options["username"]
+        credentials = Path(settings.BASE_DIR) / "var" / "admin-credentials.txt"
+        users = get_user_model().objects
+        if users.filter(username=username).exists():
+            where = f" (password in {credentials})" if credentials.exists() else ""
+            self.stdout.write(f"Staff login: http://127.0.0.1:8000/admin/ as {username!r}{where}. "
+                              f"Reset with: .venv/bin/python manage.py changepassword {username}")
+            return
+        password = secrets.token_urlsafe(12)
+        users.create_superuser(username=username, email="", password=password)
+        credentials.parent.mkdir(parents=True, exist_ok=True)
+        credentials.write_text(f"username: {username}\npassword: {password}\n")
+        credentials.chmod(0o600)
+        self.stdout.write(self.style.SUCCESS(
+            f"Created staff account. Log in at http://127.0.0.1:8000/admin/ as {username!r} with password "
+            f"{password!r} (also saved in {credentials})."
+        ))

@@ -34,17 +34,21 @@ class ChunkBounds:
     max_tokens: int = 200
     # Percentile of a section's neighbour distances above which the semantic strategy splits.
     split_percentile: float = 90.0
-    # Overlap between windows of the fixed strategy.
-    overlap_tokens: int = 25
+    # Overlap between windows of the fixed strategy; an eighth of the window unless given.
+    overlap_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.min_tokens <= 0 or self.min_tokens * 2 > self.max_tokens:
             raise ValueError(f"need 0 < min_tokens and 2 × min_tokens ≤ max_tokens, got {self.min_tokens}/{self.max_tokens}")
-        if not 0 <= self.overlap_tokens < self.max_tokens:
+        if self.overlap_tokens is not None and not 0 <= self.overlap_tokens < self.max_tokens:
             raise ValueError("overlap_tokens must be below max_tokens")
 
+    @property
+    def overlap(self) -> int:
+        return self.max_tokens // 8 if self.overlap_tokens is None else self.overlap_tokens
+
     def describe(self, strategy: str) -> str:
-        extra = f"/overlap{self.overlap_tokens}" if strategy == "fixed" else ""
+        extra = f"/overlap{self.overlap}" if strategy == "fixed" else ""
         return f"{strategy}:{self.min_tokens}-{self.max_tokens}{extra}"
 
 
@@ -295,10 +299,10 @@ def chunk_section(
             raise ValueError(f"{len(sentence_vectors)} vectors for {len(units)} units")
         starts = semantic_boundaries(sentence_vectors, bounds.split_percentile)
     groups = fold_short_groups(_groups_at(units, starts), bounds)
-    sized = [part for group in groups for part in split_long_group(group, bounds)]
-    sized = [_explode_long_units(group, bounds, count_tokens) for group in sized]
-    final = [part for group in sized for part in split_long_group(group, bounds)]
-    return _drafts(final, section.heading_path, count_tokens)
+    groups = [_explode_long_units(group, bounds, count_tokens) for group in groups]
+    groups = [part for group in groups for part in split_long_group(group, bounds)]
+    # Cutting a long group can leave a short tail; fold it into a neighbour where that still fits.
+    return _drafts(fold_short_groups(groups, bounds), section.heading_path, count_tokens)
 
 
 def chunk_sections_ignoring_headings(
@@ -341,7 +345,7 @@ def chunk_fixed_windows(
         if end >= len(words):
             break
         back, overlap = end, 0
-        while back > start + 1 and overlap + words[back - 1][1] <= bounds.overlap_tokens:
+        while back > start + 1 and overlap + words[back - 1][1] <= bounds.overlap:
             back -= 1
             overlap += words[back][1]
         start = back

@@ -207,9 +207,8 @@ def retire_missing_articles(collection: Collection, present_slugs: set[str]) -> 
 def _check_batch(
     collection: Collection, items: Iterable[SourceDocument | IngestFileError], report: IngestReport
 ) -> tuple[list[SourceDocument], set[str], bool]:
-    """Valid, non-duplicate documents; the slugs seen; whether every failed item's slug is known."""
-    docs: list[SourceDocument] = []
-    seen: dict[tuple[str, str], str] = {}
+    """Valid, unambiguous documents; the slugs seen; whether every failed item's slug is known."""
+    by_key: dict[tuple[str, str], list[SourceDocument]] = {}
     slugs: set[str] = set()
     all_slugs_known = True
     for item in items:
@@ -218,15 +217,19 @@ def _check_batch(
             all_slugs_known = False
             continue
         slugs.add(item.slug)
-        key = (item.slug, item.version_label)
-        if key in seen:
-            report.errors.append(
-                IngestFileError(item.path, f"duplicate id {item.slug!r} version {item.version_label!r}: "
-                                f"already defined by {seen[key]}", field="id")
-            )
+        by_key.setdefault((item.slug, item.version_label), []).append(item)
+    docs: list[SourceDocument] = []
+    for (slug, label), group in by_key.items():
+        if len(group) == 1:
+            docs.append(group[0])
             continue
-        seen[key] = item.path
-        docs.append(item)
+        # Which file is right cannot be guessed, so none of them is applied.
+        for doc in group:
+            others = ", ".join(d.path for d in group if d is not doc)
+            report.errors.append(IngestFileError(
+                doc.path, f"duplicate id {slug!r} version {label!r}: also defined by {others}", field="id"
+            ))
+    seen = {(d.slug, d.version_label) for d in docs}
     existing = set(
         ArticleVersion.objects.filter(article__collection=collection).values_list("article__slug", "version_label")
     )

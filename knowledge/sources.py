@@ -55,7 +55,7 @@ def _decode(path: str, raw: bytes, max_bytes: int) -> str:
     return text.removeprefix("\ufeff")
 
 
-def _front_matter(path: str, text: str) -> tuple[dict[str, object], dict[str, int], str, int]:
+def _front_matter(path: str, text: str) -> tuple[dict[str, str | None], dict[str, int], str, int]:
     """(fields, line of each field, body, line where the body starts)."""
     lines = text.split("\n")
     if not lines or lines[0].strip() != "---":
@@ -67,28 +67,32 @@ def _front_matter(path: str, text: str) -> tuple[dict[str, object], dict[str, in
     block = "\n".join(lines[1:end])
     try:
         node = yaml.compose(block, Loader=yaml.SafeLoader)
-        values = yaml.safe_load(block)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 2 if mark is not None else 1
         problem = getattr(exc, "problem", None) or str(exc)
         raise IngestFileError(path, f"front matter is not valid YAML: {problem}", line=line) from None
-    if not isinstance(node, yaml.MappingNode) or not isinstance(values, dict):
+    if not isinstance(node, yaml.MappingNode):
         raise IngestFileError(path, "front matter must be a mapping of 'key: value' lines", line=2)
+    # Values are read as the text written, not as YAML's guesses: version 2 and "2" are the same label,
+    # and dates are checked by our own parser so a bad one gets our message.
+    fields: dict[str, str | None] = {}
     field_lines: dict[str, int] = {}
-    for key_node, _ in node.value:
-        key = str(key_node.value)
+    for key_node, value_node in node.value:
+        key, line = str(key_node.value), key_node.start_mark.line + 2
         if key in field_lines:
-            raise IngestFileError(path, "field given twice", line=key_node.start_mark.line + 2, field=key)
-        field_lines[key] = key_node.start_mark.line + 2
-    return {str(k): v for k, v in values.items()}, field_lines, "\n".join(lines[end + 1 :]), end + 2
+            raise IngestFileError(path, "field given twice", line=line, field=key)
+        field_lines[key] = line
+        if not isinstance(value_node, yaml.ScalarNode):
+            raise IngestFileError(path, "must be a single text value, not a list or mapping", line=line, field=key)
+        fields[key] = None if value_node.tag == "tag:yaml.org,2002:null" else str(value_node.value)
+    return fields, field_lines, "\n".join(lines[end + 1 :]), end + 2
 
 
-def _text_field(path: str, fields: dict[str, object], lines: dict[str, int], name: str, max_len: int) -> str:
-    value = fields.get(name)
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)) or not str(value).strip():
-        raise IngestFileError(path, "must be a non-empty text value", line=lines.get(name), field=name)
-    text = str(value).strip()
+def _text_field(path: str, fields: dict[str, str | None], lines: dict[str, int], name: str, max_len: int) -> str:
+    text = (fields.get(name) or "").strip()
+    if not text:
+        raise IngestFileError(path, "must not be empty", line=lines.get(name), field=name)
     if len(text) > max_len:
         raise IngestFileError(path, f"is {len(text)} characters, over {max_len}", line=lines.get(name), field=name)
     return text
@@ -118,16 +122,13 @@ def parse_markdown(path: str, raw: bytes, *, max_bytes: int) -> SourceDocument:
             line=lines["audience"],
             field="audience",
         )
-    raw_date = fields["effective_date"]
-    if isinstance(raw_date, date):
-        effective = raw_date
-    else:
-        try:
-            effective = date.fromisoformat(str(raw_date).strip())
-        except ValueError:
-            raise IngestFileError(
-                path, f"{raw_date!r} is not a date (use YYYY-MM-DD)", line=lines["effective_date"], field="effective_date"
-            ) from None
+    raw_date = _text_field(path, fields, lines, "effective_date", 30)
+    try:
+        effective = date.fromisoformat(raw_date)
+    except ValueError:
+        raise IngestFileError(
+            path, f"{raw_date!r} is not a date (use YYYY-MM-DD)", line=lines["effective_date"], field="effective_date"
+        ) from None
     language = _text_field(path, fields, lines, "language", 16) if "language" in fields else "en"
     if not _LANGUAGE.match(language):
         raise IngestFileError(path, f"{language!r} is not a language code such as 'en' or 'en-GB'",

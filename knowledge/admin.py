@@ -11,7 +11,7 @@ from knowledge.errors import KnowledgeError
 from knowledge.models import Article, ArticleVersion, Chunk, Collection, EmbeddingSpace, VersionStatus
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class ReadOnlyAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
@@ -25,7 +25,7 @@ class EmbeddingSpaceAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Collection)
-class CollectionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class CollectionAdmin(admin.ModelAdmin):
     list_display = ["name", "embedding_space", "article_count", "chunk_count", "last_synced_at"]
     readonly_fields = ["name", "embedding_space", "article_count", "chunk_count", "last_synced_at", "created_at"]
     fields = ["name", "description", *readonly_fields[1:]]
@@ -54,10 +54,9 @@ class CollectionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return getattr(obj, "n_chunks", Chunk.objects.filter(version__article__collection=obj).count())
 
 
-class VersionInline(admin.TabularInline):  # type: ignore[type-arg]
+class VersionInline(admin.TabularInline):
     model = ArticleVersion
-    fields = ["link", "status", "audience", "effective_date", "indexed_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("link", "status", "audience", "effective_date", "indexed_at")
     extra = 0
     can_delete = False
     show_change_link = False
@@ -71,7 +70,7 @@ class VersionInline(admin.TabularInline):  # type: ignore[type-arg]
 
 
 @admin.register(Article)
-class ArticleAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class ArticleAdmin(admin.ModelAdmin):
     list_display = ["slug", "title", "collection", "product", "language", "retired_at"]
     list_filter = ["collection", "product", "language"]
     search_fields = ["slug", "title"]
@@ -79,10 +78,9 @@ class ArticleAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     inlines = [VersionInline]
 
 
-class ChunkInline(admin.TabularInline):  # type: ignore[type-arg]
+class ChunkInline(admin.TabularInline):
     model = Chunk
-    fields = ["ordinal", "heading_path", "token_count", "text"]
-    readonly_fields = fields
+    fields = readonly_fields = ("ordinal", "heading_path", "token_count", "text")
     extra = 0
     can_delete = False
 
@@ -91,7 +89,7 @@ class ChunkInline(admin.TabularInline):  # type: ignore[type-arg]
 
 
 @admin.register(ArticleVersion)
-class ArticleVersionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class ArticleVersionAdmin(admin.ModelAdmin):
     list_display = ["article", "version_label", "status", "audience", "effective_date", "chunk_count", "indexed_at"]
     list_filter = ["status", "audience", "article__collection"]
     search_fields = ["article__slug", "article__title", "version_label"]
@@ -103,8 +101,18 @@ class ArticleVersionAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return False
 
     def get_readonly_fields(self, request: HttpRequest, obj: ArticleVersion | None = None) -> list[str]:
-        always = ["article", "status", "supersedes", "content_hash", "chunking", "source_path", "author",
-                  "created_at", "updated_at", "indexed_at"]
+        always = [
+            "article",
+            "status",
+            "supersedes",
+            "content_hash",
+            "chunking",
+            "source_path",
+            "author",
+            "created_at",
+            "updated_at",
+            "indexed_at",
+        ]
         if obj is not None and obj.status not in (VersionStatus.DRAFT, VersionStatus.IN_REVIEW):
             # Published text changes only through a new draft, so what customers saw stays on record.
             return [*always, "version_label", "body"]

@@ -10,6 +10,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Literal
 
 import numpy as np
@@ -39,7 +40,9 @@ class ChunkBounds:
 
     def __post_init__(self) -> None:
         if self.min_tokens <= 0 or self.min_tokens * 2 > self.max_tokens:
-            raise ValueError(f"need 0 < min_tokens and 2 × min_tokens ≤ max_tokens, got {self.min_tokens}/{self.max_tokens}")
+            raise ValueError(
+                f"need 0 < min_tokens and 2 × min_tokens ≤ max_tokens, got {self.min_tokens}/{self.max_tokens}"
+            )
         if self.overlap_tokens is not None and not 0 <= self.overlap_tokens < self.max_tokens:
             raise ValueError("overlap_tokens must be below max_tokens")
 
@@ -193,7 +196,7 @@ def semantic_boundaries(vectors: np.ndarray, percentile: float) -> list[int]:
 
 def _groups_at(units: Sequence[Unit], starts: Sequence[int]) -> list[list[Unit]]:
     edges = [0, *starts, len(units)]
-    return [list(units[a:b]) for a, b in zip(edges, edges[1:], strict=False) if b > a]
+    return [list(units[a:b]) for a, b in pairwise(edges) if b > a]
 
 
 def _size(group: Sequence[Unit]) -> int:
@@ -250,8 +253,7 @@ def split_long_group(group: list[Unit], bounds: ChunkBounds) -> list[list[Unit]]
         done = 0
         for unit in group:
             if result[-1] and (
-                _size(result[-1]) + unit.tokens > bounds.max_tokens
-                or done + unit.tokens / 2 > target * len(result)
+                _size(result[-1]) + unit.tokens > bounds.max_tokens or done + unit.tokens / 2 > target * len(result)
             ):
                 result.append([])
             result[-1].append(unit)
@@ -376,5 +378,7 @@ def chunk_document(
 
 def embedding_text(title: str, heading_path: str, text: str) -> str:
     """What is embedded for a chunk: its place in the help centre, then its text."""
-    context = heading_path if heading_path.startswith(title) else f"{title}{HEADING_SEPARATOR}{heading_path}".rstrip(" ›")
+    context = (
+        heading_path if heading_path.startswith(title) else f"{title}{HEADING_SEPARATOR}{heading_path}".rstrip(" ›")
+    )
     return f"{context}\n\n{text}"

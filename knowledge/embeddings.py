@@ -62,7 +62,9 @@ def _sha256_of(path: Path) -> str:
 def _dimension_of(model_dir: Path) -> int:
     pooling = model_dir / "1_Pooling" / "config.json"
     if pooling.exists():
-        return int(json.loads(pooling.read_text())["word_embedding_dimension"])
+        config = json.loads(pooling.read_text())
+        # sentence-transformers renamed the key in version 5.
+        return int(config.get("embedding_dimension") or config["word_embedding_dimension"])
     return int(json.loads((model_dir / "config.json").read_text())["hidden_size"])
 
 
@@ -116,8 +118,10 @@ class Embedder:
         self.calls += 1
         self.texts_embedded += len(texts)
         # The model sees at most max_seq_length tokens of each text, [CLS] and [SEP] included.
-        self.tokens_embedded += sum(min(len(e.ids) + 2, self.max_seq_length) for e in
-                                    self.tokenizer.encode_batch(texts, add_special_tokens=False))
+        self.tokens_embedded += sum(
+            min(len(e.ids) + 2, self.max_seq_length)
+            for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)
+        )
         vectors = model.encode(
             texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
         )

@@ -146,9 +146,7 @@ def _status_for_source(version: ArticleVersion) -> str:
     siblings = ArticleVersion.objects.filter(article=version.article).exclude(pk=version.pk)
     if siblings.filter(supersedes=version).exists():
         return VersionStatus.SUPERSEDED
-    newer = siblings.filter(
-        status=VersionStatus.PUBLISHED, effective_date__gt=version.effective_date
-    ).exists()
+    newer = siblings.filter(status=VersionStatus.PUBLISHED, effective_date__gt=version.effective_date).exists()
     return VersionStatus.SUPERSEDED if newer else VersionStatus.PUBLISHED
 
 
@@ -160,7 +158,10 @@ def write_document(collection: Collection, prepared: PreparedDocument, chunking_
             collection=collection, slug=doc.slug, defaults={"title": doc.title}
         )
         article.title, article.product, article.language, article.retired_at = (
-            doc.title, doc.product, doc.language, None
+            doc.title,
+            doc.product,
+            doc.language,
+            None,
         )
         article.save()
         supersedes = None
@@ -226,19 +227,28 @@ def _check_batch(
         # Which file is right cannot be guessed, so none of them is applied.
         for doc in group:
             others = ", ".join(d.path for d in group if d is not doc)
-            report.errors.append(IngestFileError(
-                doc.path, f"duplicate id {slug!r} version {label!r}: also defined by {others}", field="id"
-            ))
+            report.errors.append(
+                IngestFileError(
+                    doc.path, f"duplicate id {slug!r} version {label!r}: also defined by {others}", field="id"
+                )
+            )
     seen = {(d.slug, d.version_label) for d in docs}
     existing = set(
         ArticleVersion.objects.filter(article__collection=collection).values_list("article__slug", "version_label")
     )
     valid = []
     for doc in docs:
-        if doc.supersedes is not None and (doc.slug, doc.supersedes) not in seen and (doc.slug, doc.supersedes) not in existing:
+        if (
+            doc.supersedes is not None
+            and (doc.slug, doc.supersedes) not in seen
+            and (doc.slug, doc.supersedes) not in existing
+        ):
             report.errors.append(
-                IngestFileError(doc.path, f"supersedes version {doc.supersedes!r} of {doc.slug!r}, which does not exist",
-                                field="supersedes")
+                IngestFileError(
+                    doc.path,
+                    f"supersedes version {doc.supersedes!r} of {doc.slug!r}, which does not exist",
+                    field="supersedes",
+                )
             )
             continue
         valid.append(doc)
@@ -279,8 +289,9 @@ def ingest(
     done = 0
     for start in range(0, len(todo), BATCH_DOCUMENTS):
         batch = todo[start : start + BATCH_DOCUMENTS]
-        for prepared in prepare_documents(batch, strategy=strategy, bounds=bounds, embedder=embedder,
-                                          boilerplate=boilerplate):
+        for prepared in prepare_documents(
+            batch, strategy=strategy, bounds=bounds, embedder=embedder, boilerplate=boilerplate
+        ):
             created, written = write_document(collection, prepared, label)
             report.new += created
             report.changed += not created
@@ -293,8 +304,10 @@ def ingest(
         if all_slugs_known:
             report.retired = retire_missing_articles(collection, slugs)
         else:
-            report.warnings.append("Articles with missing sources were not retired: some files could not be read, "
-                                   "so their ids are unknown. Fix the errors above and ingest again.")
+            report.warnings.append(
+                "Articles with missing sources were not retired: some files could not be read, "
+                "so their ids are unknown. Fix the errors above and ingest again."
+            )
     collection.last_synced_at = timezone.now()
     collection.save(update_fields=["last_synced_at"])
 
@@ -304,4 +317,3 @@ def ingest(
     report.tokens_embedded = embedder.tokens_embedded - tokens_before
     report.seconds = time.perf_counter() - started
     return report
-

@@ -7,12 +7,13 @@ transaction, so readers see either the old version or the new one, never a half-
 from __future__ import annotations
 
 import hashlib
+from typing import cast
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from knowledge.chunking import ChunkBounds
+from knowledge.chunking import ChunkBounds, Strategy
 from knowledge.embeddings import Embedder, require_same_space
 from knowledge.errors import KnowledgeError
 from knowledge.ingest import prepare_documents, write_chunks
@@ -66,7 +67,7 @@ def publish(version: ArticleVersion, *, embedder: Embedder) -> int:
         raise WorkflowError(f"Only versions in review can be published; {version} is {version.get_status_display()}.")
     collection = version.article.collection
     require_same_space(collection, embedder)
-    strategy = settings.CHUNK_STRATEGY
+    strategy = cast(Strategy, settings.CHUNK_STRATEGY)
     bounds = ChunkBounds(min_tokens=settings.CHUNK_MIN_TOKENS, max_tokens=settings.CHUNK_MAX_TOKENS)
     content_hash = hashlib.sha256(version.body.encode()).hexdigest()
     source = SourceDocument(

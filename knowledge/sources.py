@@ -131,8 +131,12 @@ def parse_markdown(path: str, raw: bytes, *, max_bytes: int) -> SourceDocument:
         ) from None
     language = _text_field(path, fields, lines, "language", 16) if "language" in fields else "en"
     if not _LANGUAGE.match(language):
-        raise IngestFileError(path, f"{language!r} is not a language code such as 'en' or 'en-GB'",
-                              line=lines["language"], field="language")
+        raise IngestFileError(
+            path,
+            f"{language!r} is not a language code such as 'en' or 'en-GB'",
+            line=lines["language"],
+            field="language",
+        )
     supersedes = _text_field(path, fields, lines, "supersedes", 50) if fields.get("supersedes") is not None else None
     if not body.strip():
         raise IngestFileError(path, "the article has no body after the front matter", line=body_line)

@@ -10,130 +10,221 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('knowledge', '0001_extensions'),
+        ("knowledge", "0001_extensions"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Article',
+            name="Article",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.CharField(max_length=200)),
-                ('title', models.CharField(max_length=300)),
-                ('product', models.CharField(blank=True, max_length=100)),
-                ('language', models.CharField(default='en', max_length=16)),
-                ('retired_at', models.DateTimeField(blank=True, help_text="Set when the article's source disappeared.", null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("slug", models.CharField(max_length=200)),
+                ("title", models.CharField(max_length=300)),
+                ("product", models.CharField(blank=True, max_length=100)),
+                ("language", models.CharField(default="en", max_length=16)),
+                (
+                    "retired_at",
+                    models.DateTimeField(blank=True, help_text="Set when the article's source disappeared.", null=True),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'ordering': ['collection', 'slug'],
+                "ordering": ["collection", "slug"],
             },
         ),
         migrations.CreateModel(
-            name='Collection',
+            name="Collection",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=100, unique=True)),
-                ('description', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('last_synced_at', models.DateTimeField(blank=True, null=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.SlugField(max_length=100, unique=True)),
+                ("description", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("last_synced_at", models.DateTimeField(blank=True, null=True)),
             ],
         ),
         migrations.CreateModel(
-            name='ArticleVersion',
+            name="ArticleVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version_label', models.CharField(max_length=50)),
-                ('effective_date', models.DateField()),
-                ('status', models.CharField(choices=[('draft', 'Draft'), ('in_review', 'In review'), ('published', 'Published'), ('superseded', 'Superseded')], default='draft', max_length=20)),
-                ('audience', models.CharField(choices=[('public', 'Public'), ('member', 'Members'), ('staff', 'Staff only')], default='public', max_length=10)),
-                ('body', models.TextField(help_text='Markdown, without front matter.')),
-                ('content_hash', models.CharField(help_text='SHA-256 of the source: unchanged sources are skipped.', max_length=64)),
-                ('chunking', models.CharField(blank=True, help_text='Strategy and bounds the chunks were made with.', max_length=100)),
-                ('source_path', models.CharField(blank=True, max_length=500)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('indexed_at', models.DateTimeField(blank=True, null=True)),
-                ('article', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='versions', to='knowledge.article')),
-                ('author', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('supersedes', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='superseded_by', to='knowledge.articleversion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("version_label", models.CharField(max_length=50)),
+                ("effective_date", models.DateField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("draft", "Draft"),
+                            ("in_review", "In review"),
+                            ("published", "Published"),
+                            ("superseded", "Superseded"),
+                        ],
+                        default="draft",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "audience",
+                    models.CharField(
+                        choices=[("public", "Public"), ("member", "Members"), ("staff", "Staff only")],
+                        default="public",
+                        max_length=10,
+                    ),
+                ),
+                ("body", models.TextField(help_text="Markdown, without front matter.")),
+                (
+                    "content_hash",
+                    models.CharField(help_text="SHA-256 of the source: unchanged sources are skipped.", max_length=64),
+                ),
+                (
+                    "chunking",
+                    models.CharField(
+                        blank=True, help_text="Strategy and bounds the chunks were made with.", max_length=100
+                    ),
+                ),
+                ("source_path", models.CharField(blank=True, max_length=500)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("indexed_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "article",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="versions", to="knowledge.article"
+                    ),
+                ),
+                (
+                    "author",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "supersedes",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="superseded_by",
+                        to="knowledge.articleversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['article', '-effective_date'],
+                "ordering": ["article", "-effective_date"],
             },
         ),
         migrations.AddField(
-            model_name='article',
-            name='collection',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='articles', to='knowledge.collection'),
+            model_name="article",
+            name="collection",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="articles", to="knowledge.collection"
+            ),
         ),
         migrations.CreateModel(
-            name='EmbeddingSpace',
+            name="EmbeddingSpace",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('model_name', models.CharField(max_length=200)),
-                ('dimension', models.PositiveIntegerField()),
-                ('weights_sha256', models.CharField(max_length=64)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("model_name", models.CharField(max_length=200)),
+                ("dimension", models.PositiveIntegerField()),
+                ("weights_sha256", models.CharField(max_length=64)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('model_name', 'dimension', 'weights_sha256'), name='unique_embedding_space')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("model_name", "dimension", "weights_sha256"), name="unique_embedding_space"
+                    )
+                ],
             },
         ),
         migrations.AddField(
-            model_name='collection',
-            name='embedding_space',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='collections', to='knowledge.embeddingspace'),
+            model_name="collection",
+            name="embedding_space",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="collections", to="knowledge.embeddingspace"
+            ),
         ),
         migrations.CreateModel(
-            name='Chunk',
+            name="Chunk",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('ordinal', models.PositiveIntegerField()),
-                ('heading_path', models.CharField(max_length=1000)),
-                ('text', models.TextField()),
-                ('token_count', models.PositiveIntegerField()),
-                ('embedding', pgvector.django.vector.VectorField(dimensions=384)),
-                ('search_vector', models.GeneratedField(db_persist=True, expression=django.contrib.postgres.search.SearchVector('heading_path', 'text', config='english'), output_field=django.contrib.postgres.search.SearchVectorField())),
-                ('version', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='chunks', to='knowledge.articleversion')),
-                ('embedding_space', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='chunks', to='knowledge.embeddingspace')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("ordinal", models.PositiveIntegerField()),
+                ("heading_path", models.CharField(max_length=1000)),
+                ("text", models.TextField()),
+                ("token_count", models.PositiveIntegerField()),
+                ("embedding", pgvector.django.vector.VectorField(dimensions=384)),
+                (
+                    "search_vector",
+                    models.GeneratedField(
+                        db_persist=True,
+                        expression=django.contrib.postgres.search.SearchVector(
+                            "heading_path", "text", config="english"
+                        ),
+                        output_field=django.contrib.postgres.search.SearchVectorField(),
+                    ),
+                ),
+                (
+                    "version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="chunks",
+                        to="knowledge.articleversion",
+                    ),
+                ),
+                (
+                    "embedding_space",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="chunks",
+                        to="knowledge.embeddingspace",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['version', 'ordinal'],
+                "ordering": ["version", "ordinal"],
             },
         ),
         migrations.AddConstraint(
-            model_name='articleversion',
-            constraint=models.UniqueConstraint(fields=('article', 'version_label'), name='unique_version_label'),
+            model_name="articleversion",
+            constraint=models.UniqueConstraint(fields=("article", "version_label"), name="unique_version_label"),
         ),
         migrations.AddConstraint(
-            model_name='articleversion',
-            constraint=models.UniqueConstraint(condition=models.Q(('status', 'published')), fields=('article',), name='one_published_version_per_article'),
+            model_name="articleversion",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("status", "published")),
+                fields=("article",),
+                name="one_published_version_per_article",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='article',
-            constraint=models.UniqueConstraint(fields=('collection', 'slug'), name='unique_article_slug'),
+            model_name="article",
+            constraint=models.UniqueConstraint(fields=("collection", "slug"), name="unique_article_slug"),
         ),
         migrations.AddIndex(
-            model_name='chunk',
-            index=pgvector.django.indexes.HnswIndex(ef_construction=64, fields=['embedding'], m=16, name='chunk_embedding_hnsw', opclasses=['vector_cosine_ops']),
+            model_name="chunk",
+            index=pgvector.django.indexes.HnswIndex(
+                ef_construction=64,
+                fields=["embedding"],
+                m=16,
+                name="chunk_embedding_hnsw",
+                opclasses=["vector_cosine_ops"],
+            ),
         ),
         migrations.AddIndex(
-            model_name='chunk',
-            index=django.contrib.postgres.indexes.GinIndex(fields=['search_vector'], name='chunk_search_vector_gin'),
+            model_name="chunk",
+            index=django.contrib.postgres.indexes.GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
         ),
         migrations.AddIndex(
-            model_name='chunk',
-            index=django.contrib.postgres.indexes.GinIndex(fields=['text'], name='chunk_text_trgm', opclasses=['gin_trgm_ops']),
+            model_name="chunk",
+            index=django.contrib.postgres.indexes.GinIndex(
+                fields=["text"], name="chunk_text_trgm", opclasses=["gin_trgm_ops"]
+            ),
         ),
         migrations.AddConstraint(
-            model_name='chunk',
-            constraint=models.UniqueConstraint(fields=('version', 'ordinal'), name='unique_chunk_ordinal'),
+            model_name="chunk",
+            constraint=models.UniqueConstraint(fields=("version", "ordinal"), name="unique_chunk_ordinal"),
         ),
     ]

@@ -1,3 +1,4 @@
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -150,7 +151,7 @@ def test_fixed_windows_overlap_and_cover_everything(embedder):
     words = " ".join(u.text for s in sections for u in s.units).split()
     assert chunks[0].text.split()[:5] == words[:5]
     assert chunks[-1].text.split()[-5:] == words[-5:]
-    for first, second in zip(chunks, chunks[1:], strict=False):
+    for first, second in pairwise(chunks):
         a, b = first.text.split(), second.text.split()
         shared = next(m for m in range(len(b), -1, -1) if a[len(a) - m :] == b[:m])
         assert 1 <= shared <= 20  # the next window starts inside the previous one, by at most the overlap

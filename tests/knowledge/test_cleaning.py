@@ -15,8 +15,12 @@ def test_it_finds_the_footer_repeated_across_the_sample():
 
 
 def test_it_keeps_headings_tables_and_lines_that_repeat_in_few_documents():
-    docs = ["# Title\n\n| a | b |\n|---|---|\n\nshared line\n", "# Title\n\n| a | b |\n|---|---|\n\nshared line\n",
-            "# Title\n\n| a | b |\n|---|---|\n\nother\n", "# Title\n\nmore\n"]
+    docs = [
+        "# Title\n\n| a | b |\n|---|---|\n\nshared line\n",
+        "# Title\n\n| a | b |\n|---|---|\n\nshared line\n",
+        "# Title\n\n| a | b |\n|---|---|\n\nother\n",
+        "# Title\n\nmore\n",
+    ]
     assert find_boilerplate(docs) == set()  # in 2 of 4 documents: under the 3-document minimum
     assert find_boilerplate(docs, min_documents=2) == {"shared line"}
 

@@ -96,11 +96,11 @@ BAD_FILES = {
     "no-front-matter.md": "# Hello\n\nNo front matter.\n",
     "vip.md": "---\nid: vip\ntitle: VIP\nversion: 1\neffective_date: 2026-01-01\naudience: vip\n---\n# VIP\n\nText.\n",
     "bad-date.md": "---\nid: bd\ntitle: BD\nversion: 1\neffective_date: 2026-02-30\naudience: public\n---\n# BD\n\nText.\n",
-    "dup.md": "---\nid: refunds\ntitle: Refunds again\nversion: \"1\"\neffective_date: 2026-01-01\naudience: public\n"
-              "---\n# Refunds\n\nA duplicate.\n",
+    "dup.md": '---\nid: refunds\ntitle: Refunds again\nversion: "1"\neffective_date: 2026-01-01\naudience: public\n'
+    "---\n# Refunds\n\nA duplicate.\n",
     "latin1.md": "---\nid: latin\ntitle: L\nversion: 1\neffective_date: 2026-01-01\naudience: public\n---\n# Caf\xe9\n",
     "huge.md": "---\nid: huge\ntitle: H\nversion: 1\neffective_date: 2026-01-01\naudience: public\n---\n# H\n\n"
-               + "word " * 300_000,
+    + "word " * 300_000,
 }
 
 
@@ -159,7 +159,7 @@ def test_a_crash_mid_article_leaves_the_previous_version_serving(sample_dir, emb
 
 def test_a_version_that_supersedes_a_missing_one_is_refused(sample_dir, embedder):
     path = sample_dir / "warranty.md"
-    path.write_text(path.read_text().replace("language: en", "language: en\nsupersedes: \"7\""))
+    path.write_text(path.read_text().replace("language: en", 'language: en\nsupersedes: "7"'))
     report = sync(sample_dir, embedder)
     assert report.failed == 1
     assert "supersedes version '7'" in str(report.errors[0])
@@ -168,8 +168,14 @@ def test_a_version_that_supersedes_a_missing_one_is_refused(sample_dir, embedder
 
 def test_changing_the_chunking_strategy_re_chunks(sample_dir, embedder):
     sync(sample_dir, embedder)
-    report = ingest("helpcentre", read_markdown_tree(sample_dir, max_bytes=10**6), embedder=embedder,
-                    strategy="heading", bounds=BOUNDS, retire_missing=True)
+    report = ingest(
+        "helpcentre",
+        read_markdown_tree(sample_dir, max_bytes=10**6),
+        embedder=embedder,
+        strategy="heading",
+        bounds=BOUNDS,
+        retire_missing=True,
+    )
     assert report.changed == 15
     assert set(ArticleVersion.objects.values_list("chunking", flat=True)) == {"heading:40-200"}
 

@@ -68,9 +68,11 @@ def test_it_refuses_files_over_the_size_limit():
 def test_it_reads_a_beir_corpus_and_reports_bad_lines(tmp_path):
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text(
-        json.dumps({"_id": "d1", "title": "Aspirin", "text": "Aspirin thins the blood."}) + "\n"
+        json.dumps({"_id": "d1", "title": "Aspirin", "text": "Aspirin thins the blood."})
+        + "\n"
         + "{not json\n"
-        + json.dumps({"_id": "d2", "title": "Empty", "text": ""}) + "\n"
+        + json.dumps({"_id": "d2", "title": "Empty", "text": ""})
+        + "\n"
     )
     items = list(read_beir_corpus(tmp_path, effective_date=date(2026, 1, 1)))
     doc, bad_json, empty = items

@@ -19,15 +19,19 @@ class Command(BaseCommand):
         users = get_user_model().objects
         if users.filter(username=username).exists():
             where = f" (password in {credentials})" if credentials.exists() else ""
-            self.stdout.write(f"Staff login: http://127.0.0.1:8000/admin/ as {username!r}{where}. "
-                              f"Reset with: .venv/bin/python manage.py changepassword {username}")
+            self.stdout.write(
+                f"Staff login: http://127.0.0.1:8000/admin/ as {username!r}{where}. "
+                f"Reset with: .venv/bin/python manage.py changepassword {username}"
+            )
             return
         password = secrets.token_urlsafe(12)
         users.create_superuser(username=username, email="", password=password)
         credentials.parent.mkdir(parents=True, exist_ok=True)
         credentials.write_text(f"username: {username}\npassword: {password}\n")
         credentials.chmod(0o600)
-        self.stdout.write(self.style.SUCCESS(
-            f"Created staff account. Log in at http://127.0.0.1:8000/admin/ as {username!r} with password "
-            f"{password!r} (also saved in {credentials})."
-        ))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Created staff account. Log in at http://127.0.0.1:8000/admin/ as {username!r} with password "
+                f"{password!r} (also saved in {credentials})."
+            )
+        )

@@ -28,7 +28,9 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("path", type=Path, help="A folder of .md files, one .md file, or a BEIR folder/corpus.jsonl")
+        parser.add_argument(
+            "path", type=Path, help="A folder of .md files, one .md file, or a BEIR folder/corpus.jsonl"
+        )
         parser.add_argument("--collection", required=True, help="Collection name (a slug), e.g. helpcentre")
         parser.add_argument("--format", choices=("markdown", "beir"), default="markdown")
         parser.add_argument("--strategy", choices=STRATEGIES, default=settings.CHUNK_STRATEGY)

@@ -76,7 +76,7 @@ class Embedder:
     model_dir: Path
     fingerprint: Fingerprint
     tokenizer: Tokenizer
-    batch_size: int = 64
+    batch_size: int = 16
     max_seq_length: int = 256
     calls: int = 0
     texts_embedded: int = 0
@@ -85,7 +85,7 @@ class Embedder:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
-    def load(cls, model: str, *, batch_size: int = 64) -> Embedder:
+    def load(cls, model: str, *, batch_size: int = 16) -> Embedder:
         name, model_dir = resolve_model_dir(model)
         weights = next((model_dir / f for f in WEIGHT_FILES if (model_dir / f).exists()), None)
         if weights is None:

@@ -114,7 +114,7 @@ def prepare_documents(
     return prepared
 
 
-def _publish(version: ArticleVersion) -> None:
+def make_published(version: ArticleVersion) -> None:
     """Make version the published one of its article; the version it replaces becomes superseded."""
     ArticleVersion.objects.filter(article=version.article, status=VersionStatus.PUBLISHED).exclude(
         pk=version.pk
@@ -143,7 +143,9 @@ def write_chunks(version: ArticleVersion, prepared: PreparedDocument, space: Emb
 
 def _status_for_source(version: ArticleVersion) -> str:
     """Published unless a newer version of the article replaces it (by `supersedes` or a later effective date)."""
-    siblings = ArticleVersion.objects.filter(article=version.article).exclude(pk=version.pk)
+    siblings = ArticleVersion.objects.filter(
+        article=version.article, status__in=(VersionStatus.PUBLISHED, VersionStatus.SUPERSEDED)
+    ).exclude(pk=version.pk)
     if siblings.filter(supersedes=version).exists():
         return VersionStatus.SUPERSEDED
     newer = siblings.filter(status=VersionStatus.PUBLISHED, effective_date__gt=version.effective_date).exists()
@@ -155,15 +157,13 @@ def write_document(collection: Collection, prepared: PreparedDocument, chunking_
     doc = prepared.source
     with transaction.atomic():
         article, _ = Article.objects.select_for_update().get_or_create(
-            collection=collection, slug=doc.slug, defaults={"title": doc.title}
+            collection=collection,
+            slug=doc.slug,
+            defaults={"title": doc.title, "product": doc.product, "language": doc.language},
         )
-        article.title, article.product, article.language, article.retired_at = (
-            doc.title,
-            doc.product,
-            doc.language,
-            None,
-        )
-        article.save()
+        if article.retired_at is not None:
+            article.retired_at = None
+            article.save(update_fields=["retired_at", "updated_at"])
         supersedes = None
         if doc.supersedes is not None:
             supersedes = ArticleVersion.objects.get(article=article, version_label=doc.supersedes)
@@ -183,7 +183,10 @@ def write_document(collection: Collection, prepared: PreparedDocument, chunking_
         )
         written = write_chunks(version, prepared, collection.embedding_space)
         if _status_for_source(version) == VersionStatus.PUBLISHED:
-            _publish(version)
+            make_published(version)
+            # The article is named after its current version, not after an older one re-synced later.
+            article.title, article.product, article.language = doc.title, doc.product, doc.language
+            article.save(update_fields=["title", "product", "language", "updated_at"])
         elif version.status != VersionStatus.SUPERSEDED:
             version.status = VersionStatus.SUPERSEDED
             version.save(update_fields=["status", "updated_at"])

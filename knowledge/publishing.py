@@ -16,7 +16,7 @@ from django.utils import timezone
 from knowledge.chunking import ChunkBounds, Strategy
 from knowledge.embeddings import Embedder, require_same_space
 from knowledge.errors import KnowledgeError
-from knowledge.ingest import prepare_documents, write_chunks
+from knowledge.ingest import make_published, prepare_documents, write_chunks
 from knowledge.models import ArticleVersion, VersionStatus
 from knowledge.sources import SourceDocument
 
@@ -91,13 +91,10 @@ def publish(version: ArticleVersion, *, embedder: Embedder) -> int:
             raise WorkflowError(f"{version} changed state while it was being indexed; try again.")
         previous = ArticleVersion.objects.filter(article=version.article, status=VersionStatus.PUBLISHED).first()
         written = write_chunks(version, prepared, collection.embedding_space)
-        if previous is not None:
-            previous.status = VersionStatus.SUPERSEDED
-            previous.save(update_fields=["status", "updated_at"])
-            version.supersedes = previous
-        version.status = VersionStatus.PUBLISHED
+        version.supersedes = previous or version.supersedes
         version.content_hash = content_hash
         version.chunking = bounds.describe(strategy)
         version.indexed_at = timezone.now()
         version.save()
+        make_published(version)
     return written

@@ -7,12 +7,10 @@ import numpy as np
 import pytest
 from django.db import IntegrityError, transaction
 
-from knowledge.chunking import ChunkBounds
 from knowledge.embeddings import Embedder, embed_query
 from knowledge.errors import EmbeddingSpaceMismatch
-from knowledge.ingest import ingest
-from knowledge.models import Chunk, Collection, EmbeddingSpace
-from knowledge.sources import read_markdown_tree
+from knowledge.models import Chunk, EmbeddingSpace
+from tests.knowledge.helpers import sync_folder
 
 pytestmark = pytest.mark.django_db
 
@@ -36,19 +34,6 @@ def other_model_dir(tmp_path_factory, embedder) -> Path:
     return target
 
 
-@pytest.fixture
-def helpcentre(sample_dir, embedder) -> Collection:
-    ingest(
-        "helpcentre",
-        read_markdown_tree(sample_dir, max_bytes=10**6),
-        embedder=embedder,
-        strategy="heading",
-        bounds=ChunkBounds(),
-        retire_missing=True,
-    )
-    return Collection.objects.get(name="helpcentre")
-
-
 def test_the_other_model_has_another_fingerprint(other_model_dir, embedder):
     other = Embedder.load(str(other_model_dir))
     assert other.fingerprint.dimension == embedder.fingerprint.dimension == 384
@@ -60,14 +45,7 @@ def test_ingesting_with_another_model_is_refused(helpcentre, sample_dir, other_m
     other = Embedder.load(str(other_model_dir))
     before = Chunk.objects.count()
     with pytest.raises(EmbeddingSpaceMismatch, match="Collection 'helpcentre' is indexed with sentence-transformers"):
-        ingest(
-            "helpcentre",
-            read_markdown_tree(sample_dir, max_bytes=10**6),
-            embedder=other,
-            strategy="heading",
-            bounds=ChunkBounds(),
-            retire_missing=True,
-        )
+        sync_folder(sample_dir, other)
     assert other.calls == 0
     assert Chunk.objects.count() == before
 

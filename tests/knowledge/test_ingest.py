@@ -1,30 +1,13 @@
-from pathlib import Path
-
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from knowledge import ingest as ingest_module
-from knowledge.chunking import ChunkBounds
-from knowledge.embeddings import Embedder
-from knowledge.ingest import IngestReport, ingest
 from knowledge.models import Article, ArticleVersion, Chunk, VersionStatus
-from knowledge.sources import read_markdown_tree
+from tests.knowledge.helpers import sync_folder
 
 pytestmark = pytest.mark.django_db
-BOUNDS = ChunkBounds(min_tokens=40, max_tokens=200)
 FOOTER = "Still stuck? Contact us at help@lumenoak.example or chat with us from any page."
-
-
-def sync(folder: Path, embedder: Embedder, *, retire: bool = True) -> IngestReport:
-    return ingest(
-        "helpcentre",
-        read_markdown_tree(folder, max_bytes=1_000_000),
-        embedder=embedder,
-        strategy="heading-semantic",
-        bounds=BOUNDS,
-        retire_missing=retire,
-    )
 
 
 def chunk_ids(slug: str) -> set[int]:
@@ -32,7 +15,7 @@ def chunk_ids(slug: str) -> set[int]:
 
 
 def test_it_indexes_the_sample_help_centre(sample_dir, embedder):
-    report = sync(sample_dir, embedder)
+    report = sync_folder(sample_dir, embedder)
     assert (report.new, report.failed, report.unchanged) == (15, 0, 0)
     assert report.chunks == Chunk.objects.count() > 15
     # Two calls in all: one for sentence vectors, one for chunk vectors.
@@ -48,23 +31,23 @@ def test_it_indexes_the_sample_help_centre(sample_dir, embedder):
 
 
 def test_a_second_sync_embeds_nothing(sample_dir, embedder):
-    sync(sample_dir, embedder)
+    sync_folder(sample_dir, embedder)
     before = set(Chunk.objects.values_list("id", flat=True))
     calls = embedder.calls
-    report = sync(sample_dir, embedder)
+    report = sync_folder(sample_dir, embedder)
     assert embedder.calls == calls
     assert (report.unchanged, report.new, report.changed, report.embedding_calls) == (15, 0, 0, 0)
     assert set(Chunk.objects.values_list("id", flat=True)) == before
 
 
 def test_editing_one_article_re_embeds_only_that_article(sample_dir, embedder):
-    sync(sample_dir, embedder)
+    sync_folder(sample_dir, embedder)
     untouched = {slug: chunk_ids(slug) for slug in ("returns", "shipping", "payment-errors")}
     old_warranty = chunk_ids("warranty")
     path = sample_dir / "warranty.md"
     path.write_text(path.read_text().replace("2 years", "3 years"))
 
-    report = sync(sample_dir, embedder)
+    report = sync_folder(sample_dir, embedder)
     assert (report.changed, report.unchanged, report.new) == (1, 14, 0)
     new_warranty = chunk_ids("warranty")
     assert report.chunks == len(new_warranty)
@@ -74,11 +57,11 @@ def test_editing_one_article_re_embeds_only_that_article(sample_dir, embedder):
 
 
 def test_a_removed_file_retires_its_article_and_a_restored_one_returns(sample_dir, embedder):
-    sync(sample_dir, embedder)
+    sync_folder(sample_dir, embedder)
     gift_cards = (sample_dir / "gift-cards.md").read_bytes()
     (sample_dir / "gift-cards.md").unlink()
 
-    report = sync(sample_dir, embedder)
+    report = sync_folder(sample_dir, embedder)
     assert report.retired == 1
     article = Article.objects.get(slug="gift-cards")
     assert article.retired_at is not None
@@ -86,7 +69,7 @@ def test_a_removed_file_retires_its_article_and_a_restored_one_returns(sample_di
     assert ArticleVersion.objects.filter(article=article).exists()  # history is kept
 
     (sample_dir / "gift-cards.md").write_bytes(gift_cards)
-    report = sync(sample_dir, embedder)
+    report = sync_folder(sample_dir, embedder)
     assert (report.changed, report.retired) == (1, 0)
     article.refresh_from_db()
     assert article.retired_at is None and chunk_ids("gift-cards")
@@ -105,7 +88,7 @@ BAD_FILES = {
 
 
 def test_bad_files_are_reported_and_change_nothing(sample_dir, embedder):
-    sync(sample_dir, embedder)
+    sync_folder(sample_dir, embedder)
     snapshot = sorted(Chunk.objects.values_list("id", "text"))
     versions = sorted(ArticleVersion.objects.values_list("id", "status", "content_hash"))
     for name, text in BAD_FILES.items():
@@ -136,7 +119,7 @@ def test_the_command_names_file_line_and_field(sample_dir, capsys):
 
 
 def test_a_crash_mid_article_leaves_the_previous_version_serving(sample_dir, embedder, monkeypatch):
-    sync(sample_dir, embedder)
+    sync_folder(sample_dir, embedder)
     before = sorted(Chunk.objects.filter(version__article__slug="returns").values_list("id", "text"))
     path = sample_dir / "returns.md"
     path.write_text(path.read_text().replace("30 days", "45 days"))
@@ -148,34 +131,27 @@ def test_a_crash_mid_article_leaves_the_previous_version_serving(sample_dir, emb
 
     monkeypatch.setattr(ingest_module, "write_chunks", write_then_crash)
     with pytest.raises(RuntimeError):
-        sync(sample_dir, embedder)
+        sync_folder(sample_dir, embedder)
     assert sorted(Chunk.objects.filter(version__article__slug="returns").values_list("id", "text")) == before
     assert "45 days" not in ArticleVersion.objects.get(article__slug="returns").body
 
     monkeypatch.undo()
-    report = sync(sample_dir, embedder)
+    report = sync_folder(sample_dir, embedder)
     assert report.changed == 1  # the interrupted article is picked up again
 
 
 def test_a_version_that_supersedes_a_missing_one_is_refused(sample_dir, embedder):
     path = sample_dir / "warranty.md"
     path.write_text(path.read_text().replace("language: en", 'language: en\nsupersedes: "7"'))
-    report = sync(sample_dir, embedder)
+    report = sync_folder(sample_dir, embedder)
     assert report.failed == 1
     assert "supersedes version '7'" in str(report.errors[0])
     assert not Article.objects.filter(slug="warranty").exists()
 
 
 def test_changing_the_chunking_strategy_re_chunks(sample_dir, embedder):
-    sync(sample_dir, embedder)
-    report = ingest(
-        "helpcentre",
-        read_markdown_tree(sample_dir, max_bytes=10**6),
-        embedder=embedder,
-        strategy="heading",
-        bounds=BOUNDS,
-        retire_missing=True,
-    )
+    sync_folder(sample_dir, embedder)
+    report = sync_folder(sample_dir, embedder, strategy="heading")
     assert report.changed == 15
     assert set(ArticleVersion.objects.values_list("chunking", flat=True)) == {"heading:40-200"}
 

@@ -4,25 +4,10 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from knowledge import publishing
-from knowledge.chunking import ChunkBounds
-from knowledge.ingest import ingest
-from knowledge.models import Article, ArticleVersion, Chunk, Collection, EmbeddingSpace, VersionStatus
-from knowledge.sources import read_markdown_tree
+from knowledge.models import Article, ArticleVersion, Chunk, EmbeddingSpace, VersionStatus
+from tests.knowledge.helpers import sync_folder
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def helpcentre(sample_dir, embedder) -> Collection:
-    ingest(
-        "helpcentre",
-        read_markdown_tree(sample_dir, max_bytes=10**6),
-        embedder=embedder,
-        strategy="heading-semantic",
-        bounds=ChunkBounds(),
-        retire_missing=True,
-    )
-    return Collection.objects.get(name="helpcentre")
 
 
 @pytest.fixture
@@ -116,3 +101,13 @@ def test_collections_cannot_be_added_by_hand(helpcentre, staff_client):
     assert staff_client.get(reverse("admin:knowledge_collection_add")).status_code == 403
     assert EmbeddingSpace.objects.count() == 1
     assert Article.objects.filter(collection=helpcentre).count() == 14
+
+
+def test_an_unpublished_draft_does_not_retire_the_source_version(helpcentre, embedder, sample_dir):
+    old = current("warranty")
+    publishing.new_draft_from(old)
+    path = sample_dir / "warranty.md"
+    path.write_text(path.read_text().replace("2 years", "4 years"))
+    sync_folder(sample_dir, embedder)
+    assert current("warranty").pk == old.pk
+    assert any("4 years" in c.text for c in old.chunks.all())

@@ -1,0 +1,89 @@
+import json
+import time
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from knowledge.chunking import ChunkBounds
+from knowledge.embeddings import Embedder, default_embedder
+from knowledge.ingest import ingest
+from knowledge.models import Collection
+from knowledge.sources import SourceDocument, read_beir_corpus
+
+CEILING_SAMPLE = 256
+
+
+def _model_ceiling(embedder: Embedder, docs: list[SourceDocument]) -> float:
+    """Tokens per second of the bare model on whole documents, the most the pipeline could reach."""
+    texts = [doc.body for doc in docs[:CEILING_SAMPLE]]
+    embedder.encode(texts[:8])  # warm-up: thread pools, first allocations
+    tokens_before = embedder.tokens_embedded
+    started = time.perf_counter()
+    embedder.encode(texts)
+    return (embedder.tokens_embedded - tokens_before) / (time.perf_counter() - started)
+
+
+class Command(BaseCommand):
+    help = "Benchmarks. `bench ingest`: index a BEIR corpus from scratch, then re-sync it, and print the figures."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("what", choices=["ingest"])
+        parser.add_argument("--dataset", type=Path, default=None, help="BEIR folder (default: shared scifact)")
+        parser.add_argument("--limit", type=int, default=None, help="Only the first N documents")
+        parser.add_argument("--strategy", default=settings.CHUNK_STRATEGY)
+        parser.add_argument("--json", type=Path, default=None, help="Also write the figures here as JSON")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        dataset: Path = options["dataset"] or settings.SHARED_DATA_DIR / "scifact"
+        if not (dataset / "corpus.jsonl").exists():
+            raise CommandError(f"No corpus.jsonl in {dataset}; pass --dataset or set SHARED_DATA_DIR.")
+        if options["limit"] is not None and options["limit"] < 1:
+            raise CommandError("--limit must be a positive number.")
+        items = list(read_beir_corpus(dataset, effective_date=date(2000, 1, 1)))[: options["limit"]]
+        docs = [d for d in items if isinstance(d, SourceDocument)]
+        name = f"bench-{dataset.name}"
+        embedder = default_embedder()
+        bounds = ChunkBounds(min_tokens=settings.CHUNK_MIN_TOKENS, max_tokens=settings.CHUNK_MAX_TOKENS)
+
+        ceiling = _model_ceiling(embedder, docs)
+        Collection.objects.filter(name=name).delete()
+
+        def run() -> Any:
+            return ingest(
+                name,
+                items,
+                embedder=embedder,
+                strategy=options["strategy"],
+                bounds=bounds,
+                retire_missing=False,
+                detect_boilerplate=False,
+            )
+
+        cold = run()
+        warm = run()
+        tokens_per_s = cold.tokens_embedded / cold.seconds
+        figures = {
+            "dataset": str(dataset),
+            "strategy": options["strategy"],
+            "documents": len(docs),
+            "failed": cold.failed,
+            "chunks": cold.chunks,
+            "seconds": round(cold.seconds, 1),
+            "chunks_per_s": round(cold.chunks / cold.seconds, 1),
+            "documents_per_s": round(len(docs) / cold.seconds, 1),
+            "embedding_calls": cold.embedding_calls,
+            "texts_embedded": cold.texts_embedded,
+            "tokens_embedded": cold.tokens_embedded,
+            "tokens_per_s": round(tokens_per_s),
+            "model_ceiling_tokens_per_s": round(ceiling),
+            "ratio_to_ceiling": round(tokens_per_s / ceiling, 2),
+            "resync_seconds": round(warm.seconds, 2),
+            "resync_embedding_calls": warm.embedding_calls,
+        }
+        for key, value in figures.items():
+            self.stdout.write(f"{key:>28}: {value}")
+        if options["json"]:
+            options["json"].write_text(json.dumps(figures, indent=2))

@@ -95,6 +95,11 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_choice("LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR"))},
+    # Django and daphne attach handlers of their own; without this, their lines print twice via the root.
+    "loggers": {
+        "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "django.channels.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
+    },
 }
 
 # --- Knowledge base -------------------------------------------------------------------------

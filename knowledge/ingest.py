@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from django.db import transaction
@@ -97,9 +97,13 @@ def prepare_documents(
             section_vectors[d][s] = vectors[offset : offset + n]
             offset += n
 
+    # Text above a document's first heading belongs to the document as a whole: its path is the title.
     drafts = [
-        chunking.chunk_document(sections, strategy, bounds, count, section_vectors[d])
-        for d, sections in enumerate(parsed)
+        [
+            replace(draft, heading_path=draft.heading_path or doc.title)
+            for draft in chunking.chunk_document(sections, strategy, bounds, count, section_vectors[d])
+        ]
+        for d, (doc, sections) in enumerate(zip(documents, parsed, strict=True))
     ]
     texts = [
         chunking.embedding_text(doc.title, draft.heading_path, draft.text)

@@ -9,6 +9,7 @@ from knowledge.chunking import (
     ChunkBounds,
     chunk_document,
     chunk_section,
+    embedding_text,
     join_units,
     needs_sentence_vectors,
     parse_sections,
@@ -175,3 +176,16 @@ def test_bounds_are_validated():
         ChunkBounds(min_tokens=0, max_tokens=100)
     with pytest.raises(ValueError):
         ChunkBounds(min_tokens=60, max_tokens=100)
+
+
+def test_the_embedded_text_carries_title_and_heading_path():
+    assert embedding_text("Refunds", "Refunds › When the money arrives", "5 to 10 days.") == (
+        "Refunds › When the money arrives\n\n5 to 10 days."
+    )
+    assert embedding_text("Refunds", "Card refunds", "x") == "Refunds › Card refunds\n\nx"
+    assert embedding_text("Refunds", "", "x") == "Refunds\n\nx"
+
+
+def test_text_before_the_first_heading_has_an_empty_path(embedder):
+    sections = _sections(embedder, "Intro line.\n\n# Title\n\nBody.\n")
+    assert [s.heading_path for s in sections] == [(), ("Title",)]

@@ -164,3 +164,12 @@ def test_beir_corpora_ingest_into_their_own_collection(tmp_path, embedder):
     call_command("ingest", str(tmp_path), "--collection", "beir-mini", "--format", "beir")
     assert Chunk.objects.filter(version__article__collection__name="beir-mini").count() == 2
     assert Chunk.objects.get(version__article__slug="1").heading_path == "Aspirin"
+
+
+def test_text_above_the_first_heading_is_filed_under_the_title(tmp_path, embedder):
+    (tmp_path / "note.md").write_text(
+        "---\nid: note\ntitle: Store note\nversion: 1\neffective_date: 2026-01-01\naudience: public\n---\n"
+        "Our stores close early on 24 December.\n"
+    )
+    sync_folder(tmp_path, embedder)
+    assert Chunk.objects.get(version__article__slug="note").heading_path == "Store note"

@@ -1,50 +1,40 @@
-"""Dense retrieval: pgvector HNSW cosine search over one collection, audience filter inside the SQL."""
+"""Dense retrieval: pgvector HNSW cosine search, with the scope's rules inside the same query."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from django.db import connection, transaction
-from pgvector.django import CosineDistance
 
-from knowledge.models import Audience, Chunk, Collection, VersionStatus
+from knowledge.scope import FROM_CHUNKS, Scope
+from knowledge.sparse import StageHit
 
-VISIBLE_AUDIENCES: dict[str, tuple[str, ...]] = {
-    Audience.PUBLIC: (Audience.PUBLIC,),
-    Audience.MEMBER: (Audience.PUBLIC, Audience.MEMBER),
-    Audience.STAFF: (Audience.PUBLIC, Audience.MEMBER, Audience.STAFF),
-}
+# relaxed_order can return rows slightly out of order; the outer query puts them back in order.
+_DENSE_SQL = f"""
+SELECT id, distance FROM (
+    SELECT c.id, c.embedding <=> %(vector)s::vector AS distance
+    FROM {FROM_CHUNKS}
+    WHERE {{where}}
+    ORDER BY c.embedding <=> %(vector)s::vector
+    LIMIT %(k)s
+) nearest
+ORDER BY distance, id
+"""
 
 
-@dataclass(frozen=True)
-class DenseHit:
-    chunk: Chunk
-    rank: int
-    similarity: float
+def vector_literal(vector: np.ndarray) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
 
 
-def dense_search(
-    collection: Collection, query_vector: np.ndarray, *, audience: str, k: int = 10, ef_search: int = 100
-) -> list[DenseHit]:
-    """Top-k current chunks by cosine similarity that the audience may see.
+def dense_search(scope: Scope, query_vector: np.ndarray, *, k: int, ef_search: int = 100) -> list[StageHit]:
+    """The k chunks in scope nearest to the query vector; score is cosine similarity.
 
-    pgvector filters after the HNSW scan; iterative scan keeps searching until k rows pass the filter.
+    pgvector applies filters after the HNSW scan; the iterative scan keeps scanning until k rows pass
+    them, so a narrow audience or version filter still gets k results.
     """
-    if audience not in VISIBLE_AUDIENCES:
-        raise ValueError(f"unknown audience {audience!r}")
+    where, params = scope.where()
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL hnsw.ef_search = %s", [ef_search])
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        rows = list(
-            Chunk.objects.filter(
-                version__article__collection=collection,
-                version__article__retired_at__isnull=True,
-                version__status=VersionStatus.PUBLISHED,
-                version__audience__in=VISIBLE_AUDIENCES[audience],
-            )
-            .select_related("version__article")
-            .annotate(distance=CosineDistance("embedding", query_vector))
-            .order_by("distance")[:k]
-        )
-    return [DenseHit(chunk, rank, 1.0 - float(chunk.distance)) for rank, chunk in enumerate(rows, start=1)]
+        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(ef_search)])
+        cursor.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+        cursor.execute(_DENSE_SQL.replace("{where}", where), {**params, "vector": vector_literal(query_vector), "k": k})
+        rows = cursor.fetchall()
+    return [StageHit(chunk_id, rank, 1.0 - float(d)) for rank, (chunk_id, d) in enumerate(rows, start=1)]

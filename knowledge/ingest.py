@@ -9,9 +9,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 import numpy as np
-from django.db import transaction
+from django.conf import settings
+from django.db import connection, transaction
 from django.utils import timezone
 
 from knowledge import chunking
@@ -47,6 +49,12 @@ class IngestReport:
             f"{self.retired} retired · chunks written: {self.chunks} · embedding calls: {self.embedding_calls} "
             f"({self.texts_embedded} texts, {self.tokens_embedded} tokens) · {self.seconds:.1f} s ({rate:.1f} chunks/s)"
         )
+
+
+def configured_chunking() -> tuple[Strategy, ChunkBounds]:
+    """The chunking strategy and bounds the settings ask for."""
+    strategy = cast(Strategy, settings.CHUNK_STRATEGY)
+    return strategy, ChunkBounds(min_tokens=settings.CHUNK_MIN_TOKENS, max_tokens=settings.CHUNK_MAX_TOKENS)
 
 
 @dataclass(frozen=True)
@@ -197,6 +205,32 @@ def write_document(collection: Collection, prepared: PreparedDocument, chunking_
     return created, written
 
 
+def refresh_term_statistics(collection: Collection) -> None:
+    """Recompute BM25's corpus statistics for a collection: document frequency per term, chunk count and
+    mean chunk length. Over every chunk of the collection, whatever its audience or version, so a term's
+    weight does not depend on who asks."""
+    chunks_of_collection = (
+        "SELECT c.search_vector FROM knowledge_chunk c "
+        "JOIN knowledge_articleversion v ON v.id = c.version_id "
+        f"JOIN knowledge_article a ON a.id = v.article_id WHERE a.collection_id = {int(collection.pk)}"
+    )
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("DELETE FROM knowledge_termstatistic WHERE collection_id = %s", [collection.pk])
+        cursor.execute(
+            "INSERT INTO knowledge_termstatistic (collection_id, lexeme, document_frequency) "
+            "SELECT %s, word, ndoc FROM ts_stat(%s)",
+            [collection.pk, chunks_of_collection],
+        )
+        cursor.execute(
+            "SELECT count(*), coalesce(avg(c.sparse_length), 0) FROM knowledge_chunk c "
+            "JOIN knowledge_articleversion v ON v.id = c.version_id "
+            "JOIN knowledge_article a ON a.id = v.article_id WHERE a.collection_id = %s",
+            [collection.pk],
+        )
+        collection.chunk_count, collection.average_chunk_length = cursor.fetchone()
+        collection.save(update_fields=["chunk_count", "average_chunk_length"])
+
+
 def retire_missing_articles(collection: Collection, present_slugs: set[str]) -> int:
     """Articles whose sources disappeared stop serving: marked retired, chunks removed, history kept."""
     retired = 0
@@ -315,6 +349,10 @@ def ingest(
                 "Articles with missing sources were not retired: some files could not be read, "
                 "so their ids are unknown. Fix the errors above and ingest again."
             )
+    # Also when an earlier run died between writing chunks and refreshing the statistics.
+    stale = collection.chunk_count != Chunk.objects.filter(version__article__collection=collection).count()
+    if report.new or report.changed or report.retired or stale:
+        refresh_term_statistics(collection)
     collection.last_synced_at = timezone.now()
     collection.save(update_fields=["last_synced_at"])
 

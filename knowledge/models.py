@@ -34,9 +34,27 @@ class Collection(models.Model):
     embedding_space = models.ForeignKey(EmbeddingSpace, on_delete=models.PROTECT, related_name="collections")
     created_at = models.DateTimeField(auto_now_add=True)
     last_synced_at = models.DateTimeField(null=True, blank=True)
+    # Corpus statistics for BM25, refreshed by ingestion whenever the collection's chunks change.
+    chunk_count = models.PositiveIntegerField(default=0)
+    average_chunk_length = models.FloatField(default=0.0, help_text="Mean number of indexed terms per chunk.")
 
     def __str__(self) -> str:
         return self.name
+
+
+class TermStatistic(models.Model):
+    """How many chunks of a collection contain a stemmed term: BM25's document frequency."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="term_statistics")
+    lexeme = models.TextField()
+    document_frequency = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["collection", "lexeme"], name="unique_term_per_collection")]
+        indexes = [GinIndex(fields=["lexeme"], opclasses=["gin_trgm_ops"], name="term_lexeme_trgm")]
+
+    def __str__(self) -> str:
+        return f"{self.lexeme} ({self.document_frequency})"
 
 
 class Article(models.Model):
@@ -110,6 +128,17 @@ class Chunk(models.Model):
     heading_path = models.CharField(max_length=1000)
     text = models.TextField()
     token_count = models.PositiveIntegerField()
+    # Number of stemmed terms in search_vector, repeats included: BM25's document length.
+    # (A generated column may not read another one, so the tsvector expression is repeated.)
+    sparse_length = models.GeneratedField(
+        expression=models.Func(
+            SearchVector("heading_path", "text", config="english"),
+            function="knowledge_tsvector_length",
+            output_field=models.IntegerField(),
+        ),
+        output_field=models.IntegerField(),
+        db_persist=True,
+    )
     embedding = VectorField(dimensions=EMBEDDING_DIMENSION)
     search_vector = models.GeneratedField(
         expression=SearchVector("heading_path", "text", config="english"),

@@ -7,16 +7,19 @@ transaction, so readers see either the old version or the new one, never a half-
 from __future__ import annotations
 
 import hashlib
-from typing import cast
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from knowledge.chunking import ChunkBounds, Strategy
 from knowledge.embeddings import Embedder, require_same_space
 from knowledge.errors import KnowledgeError
-from knowledge.ingest import make_published, prepare_documents, write_chunks
+from knowledge.ingest import (
+    configured_chunking,
+    make_published,
+    prepare_documents,
+    refresh_term_statistics,
+    write_chunks,
+)
 from knowledge.models import ArticleVersion, VersionStatus
 from knowledge.sources import SourceDocument
 
@@ -67,8 +70,7 @@ def publish(version: ArticleVersion, *, embedder: Embedder) -> int:
         raise WorkflowError(f"Only versions in review can be published; {version} is {version.get_status_display()}.")
     collection = version.article.collection
     require_same_space(collection, embedder)
-    strategy = cast(Strategy, settings.CHUNK_STRATEGY)
-    bounds = ChunkBounds(min_tokens=settings.CHUNK_MIN_TOKENS, max_tokens=settings.CHUNK_MAX_TOKENS)
+    strategy, bounds = configured_chunking()
     content_hash = hashlib.sha256(version.body.encode()).hexdigest()
     source = SourceDocument(
         path=version.source_path,
@@ -97,4 +99,5 @@ def publish(version: ArticleVersion, *, embedder: Embedder) -> int:
         version.indexed_at = timezone.now()
         version.save()
         make_published(version)
+    refresh_term_statistics(collection)
     return written

@@ -20,6 +20,8 @@ from knowledge.errors import IngestFileError
 AUDIENCES = ("public", "member", "staff")
 REQUIRED_FIELDS = ("id", "title", "version", "effective_date", "audience")
 OPTIONAL_FIELDS = ("product", "language", "supersedes")
+# BEIR corpora carry no dates; one fixed date keeps their articles comparable across runs.
+BEIR_EFFECTIVE_DATE = date(2000, 1, 1)
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 _LANGUAGE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$")
 
@@ -165,7 +167,9 @@ def read_markdown_tree(root: Path, *, max_bytes: int) -> Iterator[SourceDocument
             yield exc
 
 
-def read_beir_corpus(path: Path, *, effective_date: date) -> Iterator[SourceDocument | IngestFileError]:
+def read_beir_corpus(
+    path: Path, *, effective_date: date = BEIR_EFFECTIVE_DATE
+) -> Iterator[SourceDocument | IngestFileError]:
     """A BEIR corpus.jsonl ({"_id", "title", "text"} per line) as public articles, one version each."""
     corpus = path / "corpus.jsonl" if path.is_dir() else path
     with corpus.open("rb") as fh:

@@ -6,7 +6,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from supportbot.env import env_bool, env_choice, env_int, env_str
+from supportbot.env import env_bool, env_choice, env_float, env_int, env_str
 
 # Models come from installed packages only; never let a library reach for a model hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -120,3 +120,18 @@ INGEST_MAX_FILE_BYTES = env_int("INGEST_MAX_FILE_BYTES", 1_000_000, minimum=1_00
 SAMPLE_HELP_CENTRE = BASE_DIR / "knowledge" / "sample" / "helpcentre"
 # Third-party evaluation sets (BEIR layout), kept outside the repository.
 SHARED_DATA_DIR = Path(env_str("SHARED_DATA_DIR", str(BASE_DIR.parent / "shared" / "data")))
+
+# --- Retrieval ------------------------------------------------------------------------------
+RETRIEVAL_STAGES = [s.strip() for s in env_str("RETRIEVAL_STAGES", "bm25,dense,fuzzy").split(",") if s.strip()]
+if not RETRIEVAL_STAGES or set(RETRIEVAL_STAGES) - {"bm25", "dense", "fuzzy"}:
+    raise ImproperlyConfigured("RETRIEVAL_STAGES must be a comma-separated subset of bm25,dense,fuzzy.")
+RETRIEVAL_FUSION = env_choice("RETRIEVAL_FUSION", "rrf", ("rrf", "weighted"))
+RETRIEVAL_WEIGHTS = {
+    name: env_float(f"RETRIEVAL_WEIGHT_{name.upper()}", 1.0, minimum=0.0, maximum=10.0)
+    for name in ("bm25", "dense", "fuzzy")
+}
+RETRIEVAL_RRF_K = env_int("RETRIEVAL_RRF_K", 60, minimum=1, maximum=1000)
+RETRIEVAL_DEPTH = env_int("RETRIEVAL_DEPTH", 20, minimum=1, maximum=100)
+BM25_K1 = env_float("BM25_K1", 1.2, minimum=0.0, maximum=10.0)
+BM25_B = env_float("BM25_B", 0.75, minimum=0.0, maximum=1.0)
+HNSW_EF_SEARCH = env_int("HNSW_EF_SEARCH", 100, minimum=1, maximum=1000)

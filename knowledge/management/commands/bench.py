@@ -1,15 +1,13 @@
 import json
 import time
-from datetime import date
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from knowledge.chunking import ChunkBounds
 from knowledge.embeddings import Embedder, default_embedder
-from knowledge.ingest import ingest
+from knowledge.ingest import configured_chunking, ingest
 from knowledge.models import Collection
 from knowledge.sources import SourceDocument, read_beir_corpus
 
@@ -42,11 +40,11 @@ class Command(BaseCommand):
             raise CommandError(f"No corpus.jsonl in {dataset}; pass --dataset or set SHARED_DATA_DIR.")
         if options["limit"] is not None and options["limit"] < 1:
             raise CommandError("--limit must be a positive number.")
-        items = list(read_beir_corpus(dataset, effective_date=date(2000, 1, 1)))[: options["limit"]]
+        items = list(read_beir_corpus(dataset))[: options["limit"]]
         docs = [d for d in items if isinstance(d, SourceDocument)]
         name = f"bench-{dataset.name}"
         embedder = default_embedder()
-        bounds = ChunkBounds(min_tokens=settings.CHUNK_MIN_TOKENS, max_tokens=settings.CHUNK_MAX_TOKENS)
+        _, bounds = configured_chunking()
 
         ceiling = _model_ceiling(embedder, docs)
         Collection.objects.filter(name=name).delete()

@@ -1,5 +1,4 @@
 import sys
-from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +56,7 @@ class Command(BaseCommand):
             raise CommandError("--limit must be a positive number.")
 
         if options["format"] == "beir":
-            items = list(read_beir_corpus(path, effective_date=date.today()))
+            items = list(read_beir_corpus(path))
         else:
             if path.is_dir() and not any(path.rglob("*.md")):
                 raise CommandError(f"{path} holds no .md files.")

@@ -1,41 +1,64 @@
+from datetime import date
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from knowledge.dense import VISIBLE_AUDIENCES, dense_search
-from knowledge.embeddings import default_embedder, embed_query
 from knowledge.errors import KnowledgeError
 from knowledge.models import Collection
+from knowledge.retrieval import search
+from knowledge.scope import VERSION_POLICIES, VISIBLE_AUDIENCES
+
+
+def _date(value: str) -> date:
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise CommandError(f"--as-of {value!r} is not a date (use YYYY-MM-DD).") from None
 
 
 class Command(BaseCommand):
-    help = "Search a collection (dense retrieval) and print the ranked chunks."
+    help = "Search a collection with the retrieval pipeline and print the ranked chunks."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("query")
         parser.add_argument("--collection", default="helpcentre")
         parser.add_argument("--audience", choices=tuple(VISIBLE_AUDIENCES), default="public")
+        parser.add_argument(
+            "--version-policy", choices=[p for p in VERSION_POLICIES if p != "as_of"], default="current"
+        )
+        parser.add_argument("--as-of", default=None, help="Search the versions in force on this date (YYYY-MM-DD)")
         parser.add_argument("-k", type=int, default=5)
+        parser.add_argument("--explain", action="store_true", help="Show each stage's rank and score per hit")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        query = options["query"].strip()
-        if not query:
-            raise CommandError("The query is empty.")
-        if not 1 <= options["k"] <= 100:
-            raise CommandError("-k must be between 1 and 100.")
+        as_of = _date(options["as_of"]) if options["as_of"] else None
         try:
             collection = Collection.objects.select_related("embedding_space").get(name=options["collection"])
         except Collection.DoesNotExist:
             names = ", ".join(Collection.objects.values_list("name", flat=True)) or "none yet"
             raise CommandError(f"No collection {options['collection']!r} (existing: {names}).") from None
         try:
-            vector = embed_query(collection, query, default_embedder())
+            hits = search(
+                options["query"],
+                collection=collection,
+                audience=options["audience"],
+                as_of=as_of,
+                version_policy=options["version_policy"],
+                k=options["k"],
+            )
         except KnowledgeError as exc:
             raise CommandError(str(exc)) from None
-        for hit in dense_search(collection, vector, audience=options["audience"], k=options["k"]):
+        if not hits:
+            self.stdout.write("No results.")
+        for hit in hits:
             version = hit.chunk.version
             self.stdout.write(
-                f"{hit.rank:>2}. {hit.similarity:.3f}  {version.article.slug} v{version.version_label} "
-                f"[{version.audience}]  {hit.chunk.heading_path}"
+                f"{hit.rank:>2}. {hit.score:.4f}  {version.article.slug} v{version.version_label} "
+                f"[{version.audience}, {version.status}, from {version.effective_date}]  {hit.heading_path}"
             )
+            if options["explain"]:
+                stages = "  ".join(
+                    f"{name} #{result.rank} ({result.score:.3f})" for name, result in sorted(hit.stages.items())
+                )
+                self.stdout.write(f"      stages: {stages or '-'}")
             self.stdout.write(f"      {hit.chunk.text[:160].replace(chr(10), ' ')}")

@@ -1,0 +1,117 @@
+"""Retrieval evaluation on BEIR-layout datasets: every stage alone, their fusion, and the final pipeline."""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from knowledge import metrics
+from knowledge.embeddings import Embedder
+from knowledge.errors import KnowledgeError
+from knowledge.fusion import fuse
+from knowledge.models import Chunk, Collection
+from knowledge.retrieval import RetrievalConfig, run_stages, search
+from knowledge.scope import Scope
+
+CUTOFFS = (1, 3, 5, 10, 20, 100)
+DEPTH = 100
+
+
+@dataclass(frozen=True)
+class Query:
+    query_id: str
+    text: str
+    relevant: dict[str, int]
+
+
+@dataclass
+class StageFigures:
+    ndcg: list[float] = field(default_factory=list)
+    mrr: list[float] = field(default_factory=list)
+    recall: dict[int, list[float]] = field(default_factory=lambda: {k: [] for k in CUTOFFS})
+    latency_ms: list[float] = field(default_factory=list)
+
+    def add(self, ranked: list[str], relevant: dict[str, int], latency_ms: float | None) -> None:
+        self.ndcg.append(metrics.ndcg_at(ranked, relevant, 10))
+        self.mrr.append(metrics.mrr_at(ranked, relevant, 10))
+        for k in CUTOFFS:
+            self.recall[k].append(metrics.recall_at(ranked, relevant, k))
+        if latency_ms is not None:
+            self.latency_ms.append(latency_ms)
+
+    def summary(self) -> dict[str, float]:
+        def mean(values: list[float]) -> float:
+            return round(sum(values) / len(values), 4) if values else 0.0
+
+        out = {"ndcg@10": mean(self.ndcg), "mrr@10": mean(self.mrr)}
+        out.update({f"recall@{k}": mean(v) for k, v in self.recall.items()})
+        if self.latency_ms:
+            out["p50_ms"] = round(metrics.percentile(self.latency_ms, 50), 1)
+            out["p95_ms"] = round(metrics.percentile(self.latency_ms, 95), 1)
+        return out
+
+
+def read_queries(dataset: Path, split: str) -> list[Query]:
+    qrels_path = dataset / "qrels" / f"{split}.tsv"
+    if not qrels_path.exists():
+        raise KnowledgeError(f"No qrels for split {split!r}: {qrels_path} does not exist.")
+    relevant: dict[str, dict[str, int]] = {}
+    with qrels_path.open() as fh:
+        for row in csv.DictReader(fh, delimiter="\t"):
+            relevant.setdefault(row["query-id"], {})[row["corpus-id"]] = int(row["score"])
+    texts = {}
+    with (dataset / "queries.jsonl").open() as fh:
+        for line in fh:
+            record = json.loads(line)
+            texts[str(record["_id"])] = record["text"]
+    return [Query(qid, texts[qid], rel) for qid, rel in relevant.items() if qid in texts]
+
+
+def evaluate_retrieval(
+    collection: Collection,
+    queries: list[Query],
+    *,
+    embedder: Embedder,
+    config: RetrievalConfig,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, dict[str, float]]:
+    """Figures per stage (bm25, dense, fuzzy), for their fusion, and for `final`: what search() returns."""
+    document_of = dict(
+        Chunk.objects.filter(version__article__collection=collection).values_list("id", "version__article__slug")
+    )
+    scope = Scope(collection.pk, "staff")
+    figures: dict[str, StageFigures] = {}
+    for done, query in enumerate(queries, start=1):
+        rankings = {}
+        for stage in config.stages:
+            started = time.perf_counter()
+            rankings.update(
+                run_stages(
+                    scope,
+                    query.text,
+                    collection=collection,
+                    embedder=embedder,
+                    config=RetrievalConfig(stages=(stage,), bm25=config.bm25, ef_search=config.ef_search),
+                    k=DEPTH,
+                )
+            )
+            elapsed = (time.perf_counter() - started) * 1000
+            ranked = metrics.roll_up([h.chunk_id for h in rankings[stage]], document_of)
+            figures.setdefault(stage, StageFigures()).add(ranked, query.relevant, elapsed)
+        fused = fuse(rankings, method=config.fusion, depth=config.depth, weights=config.weights, rrf_k=config.rrf_k)
+        figures.setdefault("fused", StageFigures()).add(
+            metrics.roll_up([f.chunk_id for f in fused], document_of), query.relevant, None
+        )
+        started = time.perf_counter()
+        final = search(query.text, collection=collection, audience="staff", k=DEPTH, config=config, embedder=embedder)
+        elapsed = (time.perf_counter() - started) * 1000
+        figures.setdefault("final", StageFigures()).add(
+            metrics.roll_up([h.chunk.pk for h in final], document_of), query.relevant, elapsed
+        )
+        if progress:
+            progress(done, len(queries))
+    return {name: stage.summary() for name, stage in figures.items()}

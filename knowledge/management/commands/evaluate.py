@@ -1,0 +1,122 @@
+import json
+import sys
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+
+from knowledge.embeddings import default_embedder
+from knowledge.errors import KnowledgeError
+from knowledge.evaluation import evaluate_retrieval, read_queries
+from knowledge.ingest import configured_chunking, ingest
+from knowledge.models import Collection
+from knowledge.retrieval import STAGES, RetrievalConfig, default_config
+from knowledge.sources import read_beir_corpus
+
+
+def _weights(pairs: list[str]) -> dict[str, float]:
+    weights = {}
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        if name not in STAGES:
+            raise CommandError(f"--weight {pair!r}: the stage must be one of {', '.join(STAGES)}.")
+        try:
+            weights[name] = float(value)
+        except ValueError:
+            raise CommandError(f"--weight {pair!r}: use STAGE=NUMBER, e.g. bm25=0.5.") from None
+    return weights
+
+
+class Command(BaseCommand):
+    help = (
+        "Measure quality. `evaluate retrieval --dataset DIR`: index a BEIR dataset (hash-skip sync) and report "
+        "nDCG@10, MRR@10, recall@k and latency for each stage, their fusion, and the final pipeline."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("what", choices=["retrieval"])
+        parser.add_argument("--dataset", type=Path, required=True, help="A BEIR folder (corpus, queries, qrels)")
+        parser.add_argument("--split", default="test")
+        parser.add_argument("--collection", default=None, help="Default: eval-<dataset folder name>")
+        parser.add_argument("--json", type=Path, default=None)
+        parser.add_argument("--limit", type=int, default=None, help="Only the first N queries")
+        parser.add_argument("--stages", default=None, help="Comma-separated, e.g. bm25,dense (default: settings)")
+        parser.add_argument("--fusion", choices=["rrf", "weighted"], default=None)
+        parser.add_argument("--weight", action="append", default=[], metavar="STAGE=W")
+        parser.add_argument("--rrf-k", type=int, default=None)
+        parser.add_argument("--depth", type=int, default=None)
+
+    def _config(self, options: dict[str, Any]) -> RetrievalConfig:
+        base = default_config()
+        try:
+            return RetrievalConfig(
+                stages=tuple(options["stages"].split(",")) if options["stages"] else base.stages,
+                fusion=options["fusion"] or base.fusion,
+                weights=MappingProxyType({**base.weights, **_weights(options["weight"])}),
+                rrf_k=options["rrf_k"] or base.rrf_k,
+                depth=options["depth"] or base.depth,
+                bm25=base.bm25,
+                ef_search=base.ef_search,
+            )
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        dataset: Path = options["dataset"]
+        if not (dataset / "corpus.jsonl").exists():
+            raise CommandError(f"No corpus.jsonl in {dataset}.")
+        config = self._config(options)
+        name = options["collection"] or f"eval-{dataset.name}".replace("_", "-")
+        embedder = default_embedder()
+        strategy, bounds = configured_chunking()
+        try:
+            queries = read_queries(dataset, options["split"])[: options["limit"]]
+            report = ingest(
+                name,
+                read_beir_corpus(dataset),
+                embedder=embedder,
+                strategy=strategy,
+                bounds=bounds,
+                retire_missing=False,
+                detect_boilerplate=False,
+            )
+            self.stderr.write(f"{name}: {report.summary()}")
+            bar = tqdm(total=len(queries), unit="query", disable=not sys.stderr.isatty())
+            figures = evaluate_retrieval(
+                Collection.objects.get(name=name),
+                queries,
+                embedder=embedder,
+                config=config,
+                progress=lambda done, total: bar.update(1),
+            )
+            bar.close()
+        except KnowledgeError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(
+            f"{dataset.name} ({options['split']}, {len(queries)} queries) · stages {','.join(config.stages)} · "
+            f"fusion {config.fusion} (k={config.rrf_k}, depth {config.depth}, weights {dict(config.weights)})"
+        )
+        columns = [
+            "ndcg@10",
+            "mrr@10",
+            "recall@1",
+            "recall@3",
+            "recall@5",
+            "recall@10",
+            "recall@20",
+            "recall@100",
+            "p50_ms",
+            "p95_ms",
+        ]
+        self.stdout.write(f"{'stage':<8}" + "".join(f"{c:>11}" for c in columns))
+        for stage, values in figures.items():
+            self.stdout.write(f"{stage:<8}" + "".join(f"{values.get(c, ''):>11}" for c in columns))
+        if options["json"]:
+            options["json"].write_text(
+                json.dumps(
+                    {"dataset": str(dataset), "split": options["split"], "queries": len(queries), "stages": figures},
+                    indent=2,
+                )
+            )

@@ -1,0 +1,146 @@
+"""The retrieval service: run the stages, fuse their rankings, and return explainable hits."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from types import MappingProxyType
+from typing import cast
+
+from django.conf import settings
+
+from knowledge.dense import dense_search
+from knowledge.embeddings import Embedder, default_embedder, embed_query
+from knowledge.fusion import FusionMethod, fuse
+from knowledge.fuzzy import expand_with_corrections, find_typos, fuzzy_search
+from knowledge.models import Chunk, Collection
+from knowledge.query import QueryError, expand_identifiers, normalise_query
+from knowledge.scope import Scope, VersionPolicy
+from knowledge.sparse import BM25Parameters, CorpusStatistics, StageHit, bm25_search
+
+STAGES = ("bm25", "dense", "fuzzy")
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    stages: tuple[str, ...] = STAGES
+    fusion: FusionMethod = "rrf"
+    weights: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    rrf_k: int = 60
+    depth: int = 20
+    bm25: BM25Parameters = field(default_factory=BM25Parameters)
+    ef_search: int = 100
+
+    def __post_init__(self) -> None:
+        unknown = set(self.stages) - set(STAGES)
+        if unknown or not self.stages:
+            raise ValueError(f"stages must be a non-empty subset of {STAGES}, got {self.stages}")
+
+
+@dataclass(frozen=True)
+class StageResult:
+    rank: int
+    score: float
+
+
+@dataclass(frozen=True)
+class Hit:
+    chunk: Chunk
+    rank: int
+    score: float
+    stages: Mapping[str, StageResult]
+
+    @property
+    def heading_path(self) -> str:
+        return self.chunk.heading_path
+
+
+def default_config() -> RetrievalConfig:
+    return RetrievalConfig(
+        stages=tuple(settings.RETRIEVAL_STAGES),
+        fusion=cast(FusionMethod, settings.RETRIEVAL_FUSION),
+        weights=MappingProxyType(dict(settings.RETRIEVAL_WEIGHTS)),
+        rrf_k=settings.RETRIEVAL_RRF_K,
+        depth=settings.RETRIEVAL_DEPTH,
+        bm25=BM25Parameters(k1=settings.BM25_K1, b=settings.BM25_B),
+        ef_search=settings.HNSW_EF_SEARCH,
+    )
+
+
+def run_stages(
+    scope: Scope, query: str, *, collection: Collection, embedder: Embedder, config: RetrievalConfig, k: int
+) -> dict[str, list[StageHit]]:
+    """Each enabled stage's own ranking of the chunks in scope. Misspelt words are corrected against the
+    collection's vocabulary first; the corrections are added to what BM25 and dense retrieval see."""
+    stats = CorpusStatistics(collection.chunk_count, collection.average_chunk_length)
+    typos = find_typos(collection.pk, query)
+    expanded = expand_with_corrections(query, typos)
+    rankings: dict[str, list[StageHit]] = {}
+    if "bm25" in config.stages:
+        rankings["bm25"] = bm25_search(scope, expanded, stats=stats, k=k, params=config.bm25)
+    if "dense" in config.stages:
+        vector = embed_query(collection, expanded, embedder)
+        rankings["dense"] = dense_search(scope, vector, k=k, ef_search=config.ef_search)
+    if "fuzzy" in config.stages:
+        rankings["fuzzy"] = fuzzy_search(scope, query, stats=stats, k=k, params=config.bm25, typos=typos)
+    return rankings
+
+
+def _newest_first_within_article(hits: list[Hit]) -> list[Hit]:
+    """prefer_latest: each article keeps the place of its best hit, and its versions follow newest first."""
+    order: dict[int, int] = {}
+    for hit in hits:
+        order.setdefault(hit.chunk.version.article_id, len(order))
+    ranked = sorted(
+        hits,
+        key=lambda h: (order[h.chunk.version.article_id], -h.chunk.version.effective_date.toordinal(), h.rank),
+    )
+    return [Hit(h.chunk, rank, h.score, h.stages) for rank, h in enumerate(ranked, start=1)]
+
+
+def search(
+    query: str,
+    *,
+    collection: Collection,
+    audience: str,
+    as_of: date | None = None,
+    version_policy: VersionPolicy = "current",
+    k: int = 10,
+    config: RetrievalConfig | None = None,
+    embedder: Embedder | None = None,
+) -> list[Hit]:
+    """The k best chunks for the query that this audience may see, under the version policy.
+
+    Every hit carries each stage's rank and score, so any result can be explained.
+    """
+    if not 1 <= k <= 100:
+        raise QueryError(f"k must be between 1 and 100, got {k}.")
+    config = config or default_config()
+    query = expand_identifiers(normalise_query(query))
+    if as_of is not None:
+        version_policy = "as_of"
+    scope = Scope(collection.pk, audience, version_policy, as_of)
+    rankings = run_stages(
+        scope,
+        query,
+        collection=collection,
+        embedder=embedder or default_embedder(),
+        config=config,
+        k=max(k, config.depth),
+    )
+    fused = fuse(rankings, method=config.fusion, depth=config.depth, weights=config.weights, rrf_k=config.rrf_k)[:k]
+    chunks = Chunk.objects.select_related("version__article").in_bulk([f.chunk_id for f in fused])
+    per_stage = {
+        name: {hit.chunk_id: StageResult(hit.rank, hit.score) for hit in hits} for name, hits in rankings.items()
+    }
+    hits = [
+        Hit(
+            chunks[f.chunk_id],
+            rank,
+            f.score,
+            {name: found[f.chunk_id] for name, found in per_stage.items() if f.chunk_id in found},
+        )
+        for rank, f in enumerate(fused, start=1)
+    ]
+    return _newest_first_within_article(hits) if version_policy == "prefer_latest" else hits

@@ -19,6 +19,7 @@ stop:
 
 run: db
 	$(PY) manage.py ingest knowledge/sample/helpcentre --collection helpcentre
+	$(PY) manage.py glossary knowledge/sample/glossary.tsv --collection helpcentre
 	$(PY) manage.py ensure_staff
 	$(PY) manage.py runserver $(HOST):$(PORT)
 

@@ -8,7 +8,15 @@ from django.utils.html import format_html
 from knowledge import publishing
 from knowledge.embeddings import default_embedder
 from knowledge.errors import KnowledgeError
-from knowledge.models import Article, ArticleVersion, Chunk, Collection, EmbeddingSpace, VersionStatus
+from knowledge.models import (
+    Article,
+    ArticleVersion,
+    Chunk,
+    Collection,
+    EmbeddingSpace,
+    GlossaryEntry,
+    VersionStatus,
+)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -148,3 +156,10 @@ class ArticleVersionAdmin(admin.ModelAdmin):
                 self.message_user(request, str(exc), messages.ERROR)
             else:
                 self.message_user(request, f"{version}: {done}.", messages.SUCCESS)
+
+
+@admin.register(GlossaryEntry)
+class GlossaryEntryAdmin(admin.ModelAdmin):
+    list_display = ["phrase", "meaning", "collection", "updated_at"]
+    list_filter = ["collection"]
+    search_fields = ["phrase", "meaning"]

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 from knowledge import metrics
 from knowledge.embeddings import Embedder
@@ -115,3 +116,46 @@ def evaluate_retrieval(
         if progress:
             progress(done, len(queries))
     return {name: stage.summary() for name, stage in figures.items()}
+
+
+def _grid_entry(method: str, bm25: float, dense: float, fuzzy: float) -> tuple[str, RetrievalConfig]:
+    weights = MappingProxyType({"bm25": bm25, "dense": dense, "fuzzy": fuzzy})
+    name = f"{method} bm25×{bm25} dense×{dense} fuzzy×{fuzzy}"
+    return name, RetrievalConfig(fusion="rrf" if method == "rrf" else "weighted", weights=weights)
+
+
+FUSION_GRID: tuple[tuple[str, RetrievalConfig], ...] = (
+    _grid_entry("rrf", 1, 1, 1),
+    _grid_entry("rrf", 0, 1, 0),
+    _grid_entry("rrf", 1, 0, 0),
+    *(_grid_entry("rrf", w, 1, 0) for w in (0.25, 0.5, 0.75, 1)),
+    *(_grid_entry("rrf", w, 1, 0.25) for w in (0.25, 0.5)),
+    *(_grid_entry("weighted", a, round(1 - a, 2), 0) for a in (0.1, 0.2, 0.3, 0.4, 0.5)),
+    *(_grid_entry("weighted", a, round(1 - a, 2), 0.1) for a in (0.2, 0.3)),
+)
+
+
+def fusion_grid(
+    collection: Collection,
+    queries: list[Query],
+    *,
+    embedder: Embedder,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, float]:
+    """nDCG@10 of each fusion setting in FUSION_GRID, every stage run once per query."""
+    document_of = dict(
+        Chunk.objects.filter(version__article__collection=collection).values_list("id", "version__article__slug")
+    )
+    scope = Scope(collection.pk, "staff")
+    totals = {name: 0.0 for name, _ in FUSION_GRID}
+    for done, query in enumerate(queries, start=1):
+        rankings = run_stages(
+            scope, query.text, collection=collection, embedder=embedder, config=RetrievalConfig(), k=DEPTH
+        )
+        for name, config in FUSION_GRID:
+            fused = fuse(rankings, method=config.fusion, depth=config.depth, weights=config.weights, rrf_k=config.rrf_k)
+            ranked = metrics.roll_up([f.chunk_id for f in fused], document_of)
+            totals[name] += metrics.ndcg_at(ranked, query.relevant, 10)
+        if progress:
+            progress(done, len(queries))
+    return {name: round(total / len(queries), 4) for name, total in totals.items()}

@@ -163,3 +163,30 @@ class Chunk(models.Model):
 
     def __str__(self) -> str:
         return f"{self.heading_path} #{self.ordinal}"
+
+
+class GlossaryEntry(models.Model):
+    """An abbreviation or customer phrase and what it means in the help centre ("money back" → "refund").
+
+    Applied to queries as expansion: the meaning is added, the customer's words are kept.
+    """
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="glossary")
+    phrase = models.CharField(max_length=100, help_text="What customers type, e.g. KCC or money back.")
+    meaning = models.CharField(max_length=300, help_text="What the articles call it, e.g. Kisan Credit Card.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["collection", "phrase"], name="unique_glossary_phrase")]
+        ordering = ["collection", "phrase"]
+        verbose_name_plural = "glossary entries"
+
+    def __str__(self) -> str:
+        return f"{self.phrase} → {self.meaning}"
+
+    def clean(self) -> None:
+        from django.core.exceptions import ValidationError
+
+        self.phrase, self.meaning = self.phrase.strip(), self.meaning.strip()
+        if not self.phrase or not self.meaning:
+            raise ValidationError("Both the phrase and its meaning are needed.")

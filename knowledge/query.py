@@ -6,6 +6,7 @@ Pure functions; the vocabulary-based typo correction lives in fuzzy.py because i
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from knowledge.errors import KnowledgeError
 
@@ -26,6 +27,17 @@ def normalise_query(query: str) -> str:
     if len(cleaned) > MAX_QUERY_CHARS:
         raise QueryError(f"The query is {len(cleaned)} characters long; the limit is {MAX_QUERY_CHARS}.")
     return cleaned
+
+
+def expand_with_glossary(query: str, glossary: Mapping[str, str]) -> str:
+    """Append the meaning of every glossary phrase the query contains (whole words, any case)."""
+    meanings = [
+        meaning
+        for phrase, meaning in glossary.items()
+        if re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", query, flags=re.IGNORECASE)
+        and meaning.lower() not in query.lower()
+    ]
+    return f"{query} {' '.join(dict.fromkeys(meanings))}" if meanings else query
 
 
 def expand_identifiers(query: str) -> str:

@@ -14,8 +14,8 @@ from knowledge.dense import dense_search
 from knowledge.embeddings import Embedder, default_embedder, embed_query
 from knowledge.fusion import FusionMethod, fuse
 from knowledge.fuzzy import expand_with_corrections, find_typos, fuzzy_search
-from knowledge.models import Chunk, Collection
-from knowledge.query import QueryError, expand_identifiers, normalise_query
+from knowledge.models import Chunk, Collection, GlossaryEntry
+from knowledge.query import QueryError, expand_identifiers, expand_with_glossary, normalise_query
 from knowledge.scope import Scope, VersionPolicy
 from knowledge.sparse import BM25Parameters, CorpusStatistics, StageHit, bm25_search
 
@@ -117,7 +117,8 @@ def search(
     if not 1 <= k <= 100:
         raise QueryError(f"k must be between 1 and 100, got {k}.")
     config = config or default_config()
-    query = expand_identifiers(normalise_query(query))
+    glossary = dict(GlossaryEntry.objects.filter(collection=collection).values_list("phrase", "meaning"))
+    query = expand_identifiers(expand_with_glossary(normalise_query(query), glossary))
     if as_of is not None:
         version_policy = "as_of"
     scope = Scope(collection.pk, audience, version_policy, as_of)

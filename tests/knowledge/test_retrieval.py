@@ -6,7 +6,7 @@ from django.db import connection, transaction
 from knowledge.dense import dense_search, vector_literal
 from knowledge.embeddings import embed_query
 from knowledge.fuzzy import find_typos, fuzzy_search
-from knowledge.models import Chunk, Collection, TermStatistic
+from knowledge.models import Chunk, Collection, GlossaryEntry, TermStatistic
 from knowledge.query import QueryError
 from knowledge.retrieval import RetrievalConfig, search
 from knowledge.scope import Scope
@@ -199,3 +199,33 @@ def test_bad_queries_are_refused(helpcentre: Collection):
         search("refund", collection=helpcentre, audience="admin")
     with pytest.raises(ValueError, match="stages must be"):
         RetrievalConfig(stages=("bm25", "magic"))
+
+
+def test_the_glossary_expands_queries_and_is_loaded_from_a_file(helpcentre: Collection, settings, tmp_path):
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    def refund_chunks_in_top_3() -> int:
+        hits = search("I want my money back", collection=helpcentre, audience="public", k=3)
+        return sum(h.chunk.version.article.slug == "refunds" for h in hits)
+
+    without = refund_chunks_in_top_3()
+    call_command("glossary", str(settings.BASE_DIR / "knowledge" / "sample" / "glossary.tsv"))
+    assert GlossaryEntry.objects.get(collection=helpcentre, phrase="money back").meaning == "refund"
+    assert refund_chunks_in_top_3() >= 2 > without
+
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("phrase\tmeaning\nKCC\t\n")
+    with pytest.raises(CommandError, match=r"bad\.tsv:2: meaning: This field cannot be blank"):
+        call_command("glossary", str(bad))
+    assert not GlossaryEntry.objects.filter(phrase="KCC").exists()
+
+
+def test_glossary_phrases_match_whole_words_only():
+    from knowledge.query import expand_with_glossary
+
+    glossary = {"OC": "Oak Circle", "money back": "refund"}
+    assert expand_with_glossary("is OC worth it", glossary) == "is OC worth it Oak Circle"
+    assert expand_with_glossary("my clock broke", glossary) == "my clock broke"
+    assert expand_with_glossary("MONEY BACK please", glossary) == "MONEY BACK please refund"
+    assert expand_with_glossary("money back refund", glossary) == "money back refund"

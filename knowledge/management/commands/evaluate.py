@@ -9,7 +9,7 @@ from tqdm import tqdm
 
 from knowledge.embeddings import default_embedder
 from knowledge.errors import KnowledgeError
-from knowledge.evaluation import evaluate_retrieval, read_queries
+from knowledge.evaluation import evaluate_retrieval, fusion_grid, read_queries
 from knowledge.ingest import configured_chunking, ingest
 from knowledge.models import Collection
 from knowledge.retrieval import STAGES, RetrievalConfig, default_config
@@ -47,6 +47,7 @@ class Command(BaseCommand):
         parser.add_argument("--weight", action="append", default=[], metavar="STAGE=W")
         parser.add_argument("--rrf-k", type=int, default=None)
         parser.add_argument("--depth", type=int, default=None)
+        parser.add_argument("--fusion-grid", action="store_true", help="Compare fusion settings (nDCG@10) instead")
 
     def _config(self, options: dict[str, Any]) -> RetrievalConfig:
         base = default_config()
@@ -84,6 +85,18 @@ class Command(BaseCommand):
             )
             self.stderr.write(f"{name}: {report.summary()}")
             bar = tqdm(total=len(queries), unit="query", disable=not sys.stderr.isatty())
+            if options["fusion_grid"]:
+                grid = fusion_grid(
+                    Collection.objects.get(name=name),
+                    queries,
+                    embedder=embedder,
+                    progress=lambda done, total: bar.update(1),
+                )
+                bar.close()
+                self.stdout.write(f"{dataset.name} ({options['split']}, {len(queries)} queries): nDCG@10")
+                for setting, ndcg in grid.items():
+                    self.stdout.write(f"  {setting:<40} {ndcg}")
+                return
             figures = evaluate_retrieval(
                 Collection.objects.get(name=name),
                 queries,

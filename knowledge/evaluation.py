@@ -15,7 +15,7 @@ from knowledge.embeddings import Embedder
 from knowledge.errors import KnowledgeError
 from knowledge.fusion import fuse
 from knowledge.models import Chunk, Collection
-from knowledge.retrieval import RetrievalConfig, run_stages, search
+from knowledge.retrieval import RetrievalConfig, rerank, run_stages, search
 from knowledge.scope import Scope
 
 CUTOFFS = (1, 3, 5, 10, 20, 100)
@@ -78,9 +78,11 @@ def evaluate_retrieval(
     *,
     embedder: Embedder,
     config: RetrievalConfig,
+    with_rerank: bool = False,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, dict[str, float]]:
-    """Figures per stage (bm25, dense, fuzzy), for their fusion, and for `final`: what search() returns."""
+    """Figures per stage (bm25, dense, fuzzy), for their fusion, for the reranked fusion (with_rerank), and
+    for `final`: what search() returns with this configuration."""
     document_of = dict(
         Chunk.objects.filter(version__article__collection=collection).values_list("id", "version__article__slug")
     )
@@ -107,6 +109,13 @@ def evaluate_retrieval(
         figures.setdefault("fused", StageFigures()).add(
             metrics.roll_up([f.chunk_id for f in fused], document_of), query.relevant, None
         )
+        if with_rerank:
+            started = time.perf_counter()
+            reranked, _ = rerank(query.text, fused, candidates=config.rerank_candidates, blend=config.rerank_blend)
+            elapsed = (time.perf_counter() - started) * 1000
+            figures.setdefault("reranked", StageFigures()).add(
+                metrics.roll_up([f.chunk_id for f in reranked], document_of), query.relevant, elapsed
+            )
         started = time.perf_counter()
         final = search(query.text, collection=collection, audience="staff", k=DEPTH, config=config, embedder=embedder)
         elapsed = (time.perf_counter() - started) * 1000

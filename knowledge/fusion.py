@@ -68,3 +68,23 @@ def fuse(
     if method == "rrf":
         return rrf(rankings, k=rrf_k, depth=depth, weights=weights)
     return weighted(rankings, depth=depth, weights=weights)
+
+
+def blend_rerank(shortlist: Sequence[Fused], rerank_scores: Sequence[float], *, blend: float) -> list[Fused]:
+    """Reorder a fused shortlist by (1 − blend) × minmax(fused score) + blend × minmax(reranker score).
+
+    blend = 1 is a pure rerank; blending keeps what fusion knew, which the reranker alone can lose.
+    """
+    if len(shortlist) != len(rerank_scores):
+        raise ValueError(f"{len(rerank_scores)} rerank scores for {len(shortlist)} candidates")
+
+    def minmax(values: Sequence[float]) -> list[float]:
+        high, low = max(values, default=0.0), min(values, default=0.0)
+        return [(v - low) / (high - low) if high > low else 1.0 for v in values]
+
+    fused_norm, rerank_norm = minmax([f.score for f in shortlist]), minmax(list(rerank_scores))
+    mixed = [
+        Fused(f.chunk_id, (1 - blend) * a + blend * b)
+        for f, a, b in zip(shortlist, fused_norm, rerank_norm, strict=True)
+    ]
+    return sorted(mixed, key=lambda f: -f.score)

@@ -12,10 +12,11 @@ from django.conf import settings
 
 from knowledge.dense import dense_search
 from knowledge.embeddings import Embedder, default_embedder, embed_query
-from knowledge.fusion import FusionMethod, fuse
+from knowledge.fusion import Fused, FusionMethod, blend_rerank, fuse
 from knowledge.fuzzy import expand_with_corrections, find_typos, fuzzy_search
 from knowledge.models import Chunk, Collection, GlossaryEntry
 from knowledge.query import QueryError, expand_identifiers, expand_with_glossary, normalise_query
+from knowledge.rerank import default_reranker
 from knowledge.scope import Scope, VersionPolicy
 from knowledge.sparse import BM25Parameters, CorpusStatistics, StageHit, bm25_search
 
@@ -31,6 +32,9 @@ class RetrievalConfig:
     depth: int = 20
     bm25: BM25Parameters = field(default_factory=BM25Parameters)
     ef_search: int = 100
+    rerank: bool = False
+    rerank_candidates: int = 20
+    rerank_blend: float = 0.5
 
     def __post_init__(self) -> None:
         unknown = set(self.stages) - set(STAGES)
@@ -65,6 +69,9 @@ def default_config() -> RetrievalConfig:
         depth=settings.RETRIEVAL_DEPTH,
         bm25=BM25Parameters(k1=settings.BM25_K1, b=settings.BM25_B),
         ef_search=settings.HNSW_EF_SEARCH,
+        rerank=settings.RERANK_ENABLED,
+        rerank_candidates=settings.RERANK_CANDIDATES,
+        rerank_blend=settings.RERANK_BLEND,
     )
 
 
@@ -85,6 +92,23 @@ def run_stages(
     if "fuzzy" in config.stages:
         rankings["fuzzy"] = fuzzy_search(scope, query, stats=stats, k=k, params=config.bm25, typos=typos)
     return rankings
+
+
+def rerank(query: str, fused: list[Fused], *, candidates: int, blend: float) -> tuple[list[Fused], list[StageHit]]:
+    """Rerank the top candidates of a fused list with the cross-encoder; the rest keep their order below.
+
+    Returns the new list and the reranker's own ranking of the shortlist (for explanations)."""
+    shortlist = fused[:candidates]
+    passages = {
+        chunk_id: f"{path}\n\n{text}"
+        for chunk_id, path, text in Chunk.objects.filter(pk__in=[f.chunk_id for f in shortlist]).values_list(
+            "id", "heading_path", "text"
+        )
+    }
+    scores = default_reranker().score(query, [passages[f.chunk_id] for f in shortlist])
+    own = sorted(zip(shortlist, scores.tolist(), strict=True), key=lambda pair: -pair[1])
+    ranking = [StageHit(f.chunk_id, rank, score) for rank, (f, score) in enumerate(own, start=1)]
+    return blend_rerank(shortlist, scores.tolist(), blend=blend) + fused[candidates:], ranking
 
 
 def _newest_first_within_article(hits: list[Hit]) -> list[Hit]:
@@ -130,7 +154,10 @@ def search(
         config=config,
         k=max(k, config.depth),
     )
-    fused = fuse(rankings, method=config.fusion, depth=config.depth, weights=config.weights, rrf_k=config.rrf_k)[:k]
+    fused = fuse(rankings, method=config.fusion, depth=config.depth, weights=config.weights, rrf_k=config.rrf_k)
+    if config.rerank:
+        fused, rankings["rerank"] = rerank(query, fused, candidates=config.rerank_candidates, blend=config.rerank_blend)
+    fused = fused[:k]
     chunks = Chunk.objects.select_related("version__article").in_bulk([f.chunk_id for f in fused])
     per_stage = {
         name: {hit.chunk_id: StageResult(hit.rank, hit.score) for hit in hits} for name, hits in rankings.items()

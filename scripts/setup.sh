@@ -16,12 +16,13 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 stamp=.venv/.requirements.sha256
-wanted=$(cat requirements.txt requirements-dev.txt | sha256sum | cut -d' ' -f1)
+wanted=$(cat requirements.txt requirements-dev.txt requirements-nodeps.txt | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
   echo "==> installing Python requirements (first time: a few minutes)"
   .venv/bin/pip install -q --upgrade pip
   # torch first and pinned: the CPU build; anything else would pull a multi-GB CUDA build.
   .venv/bin/pip install -q "$(grep -E '^torch==' requirements.txt)"
   .venv/bin/pip install -q -r requirements-dev.txt
+  .venv/bin/pip install -q --no-deps -r requirements-nodeps.txt
   echo "$wanted" > "$stamp"
 fi

@@ -138,3 +138,10 @@ RETRIEVAL_DEPTH = env_int("RETRIEVAL_DEPTH", 20, minimum=1, maximum=100)
 BM25_K1 = env_float("BM25_K1", 1.2, minimum=0.0, maximum=10.0)
 BM25_B = env_float("BM25_B", 0.75, minimum=0.0, maximum=1.0)
 HNSW_EF_SEARCH = env_int("HNSW_EF_SEARCH", 100, minimum=1, maximum=1000)
+# The cross-encoder reranks the fused shortlist only where it measurably helps (README, "Retrieval
+# quality"); off by default because on our data it does not.
+RERANK_ENABLED = env_bool("RERANK_ENABLED", False)
+RERANK_MODEL = env_str("RERANK_MODEL", "ms-marco-MiniLM-L-12-v2-int8")
+RERANK_CANDIDATES = env_int("RERANK_CANDIDATES", 20, minimum=1, maximum=100)
+RERANK_MAX_TOKENS = env_int("RERANK_MAX_TOKENS", 256, minimum=16, maximum=512)
+RERANK_BLEND = env_float("RERANK_BLEND", 0.5, minimum=0.0, maximum=1.0)

@@ -1,6 +1,6 @@
 import pytest
 
-from knowledge.fusion import fuse, rrf, weighted
+from knowledge.fusion import Fused, blend_rerank, fuse, rrf, weighted
 from knowledge.sparse import StageHit
 
 
@@ -50,3 +50,14 @@ def test_a_single_list_keeps_its_order_under_either_method():
     only = {"dense": ranking(5, 4, 9, scores=[0.9, 0.8, 0.7])}
     for method in ("rrf", "weighted"):
         assert [f.chunk_id for f in fuse(only, method=method, depth=20)] == [5, 4, 9]
+
+
+def test_blending_moves_the_rerankers_favourite_up_without_forgetting_fusion():
+    shortlist = [Fused(1, 0.9), Fused(2, 0.8), Fused(3, 0.1)]
+    rerank_scores = [-5.0, 7.0, 8.0]
+    assert [f.chunk_id for f in blend_rerank(shortlist, rerank_scores, blend=1.0)] == [3, 2, 1]
+    assert [f.chunk_id for f in blend_rerank(shortlist, rerank_scores, blend=0.0)] == [1, 2, 3]
+    # Half and half: 2 is good on both counts, so it wins.
+    assert blend_rerank(shortlist, rerank_scores, blend=0.5)[0].chunk_id == 2
+    with pytest.raises(ValueError):
+        blend_rerank(shortlist, [1.0], blend=0.5)

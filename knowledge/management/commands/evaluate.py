@@ -47,6 +47,8 @@ class Command(BaseCommand):
         parser.add_argument("--weight", action="append", default=[], metavar="STAGE=W")
         parser.add_argument("--rrf-k", type=int, default=None)
         parser.add_argument("--depth", type=int, default=None)
+        parser.add_argument("--with-rerank", action="store_true", help="Also measure the reranked fusion")
+        parser.add_argument("--rerank-blend", type=float, default=None, help="0 = fused order, 1 = reranker only")
         parser.add_argument("--fusion-grid", action="store_true", help="Compare fusion settings (nDCG@10) instead")
 
     def _config(self, options: dict[str, Any]) -> RetrievalConfig:
@@ -60,6 +62,9 @@ class Command(BaseCommand):
                 depth=options["depth"] or base.depth,
                 bm25=base.bm25,
                 ef_search=base.ef_search,
+                rerank=base.rerank,
+                rerank_candidates=base.rerank_candidates,
+                rerank_blend=base.rerank_blend if options["rerank_blend"] is None else options["rerank_blend"],
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
@@ -102,6 +107,7 @@ class Command(BaseCommand):
                 queries,
                 embedder=embedder,
                 config=config,
+                with_rerank=options["with_rerank"],
                 progress=lambda done, total: bar.update(1),
             )
             bar.close()

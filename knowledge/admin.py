@@ -43,23 +43,11 @@ class CollectionAdmin(admin.ModelAdmin):
         return False
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Collection]:
-        return (
-            super()
-            .get_queryset(request)
-            .select_related("embedding_space")
-            .annotate(
-                n_articles=Count("articles", distinct=True),
-                n_chunks=Count("articles__versions__chunks", distinct=True),
-            )
-        )
+        return super().get_queryset(request).select_related("embedding_space").annotate(n_articles=Count("articles"))
 
     @admin.display(description="articles", ordering="n_articles")
     def article_count(self, obj: Collection) -> int:
         return getattr(obj, "n_articles", obj.articles.count())
-
-    @admin.display(description="chunks indexed", ordering="n_chunks")
-    def chunk_count(self, obj: Collection) -> int:
-        return getattr(obj, "n_chunks", Chunk.objects.filter(version__article__collection=obj).count())
 
 
 class VersionInline(admin.TabularInline):

@@ -6,7 +6,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 
 from knowledge import publishing
-from knowledge.embeddings import default_embedder
+from knowledge.embeddings import default_embedder, secondary_embedder
 from knowledge.errors import KnowledgeError
 from knowledge.models import (
     Article,
@@ -133,8 +133,10 @@ class ArticleVersionAdmin(admin.ModelAdmin):
 
     @admin.action(description="Publish (indexes it and supersedes the current version)")
     def publish(self, request: HttpRequest, queryset: QuerySet[ArticleVersion]) -> None:
-        embedder = default_embedder()
-        self._each(request, queryset, lambda v: publishing.publish(v, embedder=embedder), "published")
+        embedder, secondary = default_embedder(), secondary_embedder()
+        self._each(
+            request, queryset, lambda v: publishing.publish(v, embedder=embedder, secondary=secondary), "published"
+        )
 
     def _each(self, request: HttpRequest, queryset: QuerySet[ArticleVersion], step: Any, done: str) -> None:
         for version in queryset:

@@ -15,7 +15,7 @@ from knowledge.embeddings import Embedder
 from knowledge.errors import KnowledgeError
 from knowledge.fusion import fuse
 from knowledge.models import Chunk, Collection
-from knowledge.retrieval import RetrievalConfig, rerank, run_stages, search
+from knowledge.retrieval import STAGES, RetrievalConfig, rerank, run_stages, search
 from knowledge.scope import Scope
 
 CUTOFFS = (1, 3, 5, 10, 20, 100)
@@ -127,10 +127,14 @@ def evaluate_retrieval(
     return {name: stage.summary() for name, stage in figures.items()}
 
 
-def _grid_entry(method: str, bm25: float, dense: float, fuzzy: float) -> tuple[str, RetrievalConfig]:
-    weights = MappingProxyType({"bm25": bm25, "dense": dense, "fuzzy": fuzzy})
-    name = f"{method} bm25×{bm25} dense×{dense} fuzzy×{fuzzy}"
-    return name, RetrievalConfig(fusion="rrf" if method == "rrf" else "weighted", weights=weights)
+def _grid_entry(
+    method: str, bm25: float, dense: float, fuzzy: float, secondary: float = 0
+) -> tuple[str, RetrievalConfig]:
+    weights = {"bm25": bm25, "dense": dense, "fuzzy": fuzzy} | ({"dense_secondary": secondary} if secondary else {})
+    name = f"{method} " + " ".join(f"{stage}×{weight}" for stage, weight in weights.items())
+    return name, RetrievalConfig(
+        stages=tuple(weights), fusion="rrf" if method == "rrf" else "weighted", weights=MappingProxyType(weights)
+    )
 
 
 FUSION_GRID: tuple[tuple[str, RetrievalConfig], ...] = (
@@ -142,6 +146,15 @@ FUSION_GRID: tuple[tuple[str, RetrievalConfig], ...] = (
     *(_grid_entry("weighted", a, round(1 - a, 2), 0) for a in (0.1, 0.2, 0.3, 0.4, 0.5)),
     *(_grid_entry("weighted", a, round(1 - a, 2), 0.1) for a in (0.2, 0.3)),
 )
+# Settings that fuse the collection's secondary dense index too; run only where it has one.
+SECONDARY_GRID: tuple[tuple[str, RetrievalConfig], ...] = (
+    _grid_entry("rrf", 1, 1, 0, 1),
+    _grid_entry("rrf", 0, 1, 0, 1),
+    _grid_entry("rrf", 0.5, 1, 0, 1),
+    *(_grid_entry("weighted", 0, round(1 - s, 2), 0, s) for s in (0.3, 0.5)),
+    *(_grid_entry("weighted", b, round((1 - b) / 2, 3), 0.1, round((1 - b) / 2, 3)) for b in (0.2, 0.3, 0.4)),
+    *(_grid_entry("weighted", b, round(1 - b - 0.25, 2), 0.1, 0.25) for b in (0.2, 0.3)),
+)
 
 
 def fusion_grid(
@@ -151,18 +164,22 @@ def fusion_grid(
     embedder: Embedder,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, float]:
-    """nDCG@10 of each fusion setting in FUSION_GRID, every stage run once per query."""
+    """nDCG@10 of each fusion setting in FUSION_GRID (and SECONDARY_GRID where the collection has a
+    secondary dense index), every stage run once per query."""
     document_of = dict(
         Chunk.objects.filter(version__article__collection=collection).values_list("id", "version__article__slug")
     )
     scope = Scope(collection.pk, "staff")
-    totals = {name: 0.0 for name, _ in FUSION_GRID}
+    grid = FUSION_GRID + (SECONDARY_GRID if collection.secondary_space_id else ())
+    stages = tuple(sorted({stage for _, config in grid for stage in config.stages}, key=STAGES.index))
+    totals = {name: 0.0 for name, _ in grid}
     for done, query in enumerate(queries, start=1):
         rankings = run_stages(
-            scope, query.text, collection=collection, embedder=embedder, config=RetrievalConfig(), k=DEPTH
+            scope, query.text, collection=collection, embedder=embedder, config=RetrievalConfig(stages=stages), k=DEPTH
         )
-        for name, config in FUSION_GRID:
-            fused = fuse(rankings, method=config.fusion, depth=config.depth, weights=config.weights, rrf_k=config.rrf_k)
+        for name, config in grid:
+            chosen = {stage: rankings[stage] for stage in config.stages}
+            fused = fuse(chosen, method=config.fusion, depth=config.depth, weights=config.weights, rrf_k=config.rrf_k)
             ranked = metrics.roll_up([f.chunk_id for f in fused], document_of)
             totals[name] += metrics.ndcg_at(ranked, query.relevant, 10)
         if progress:

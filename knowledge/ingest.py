@@ -38,6 +38,7 @@ class IngestReport:
     embedding_calls: int = 0
     texts_embedded: int = 0
     tokens_embedded: int = 0
+    secondary_embedded: int = 0
     seconds: float = 0.0
     errors: list[IngestFileError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -47,7 +48,8 @@ class IngestReport:
         return (
             f"documents: {self.new} new, {self.changed} changed, {self.unchanged} unchanged, {self.failed} failed, "
             f"{self.retired} retired · chunks written: {self.chunks} · embedding calls: {self.embedding_calls} "
-            f"({self.texts_embedded} texts, {self.tokens_embedded} tokens) · {self.seconds:.1f} s ({rate:.1f} chunks/s)"
+            f"({self.texts_embedded} texts, {self.tokens_embedded} tokens) · "
+            f"secondary vectors: {self.secondary_embedded} · {self.seconds:.1f} s ({rate:.1f} chunks/s)"
         )
 
 
@@ -64,17 +66,52 @@ class PreparedDocument:
     vectors: np.ndarray
 
 
-def get_or_create_collection(name: str, embedder: Embedder, *, description: str = "") -> Collection:
-    """The named collection, created bound to the embedder's space; refused if bound to another model's."""
+def space_of(embedder: Embedder) -> EmbeddingSpace:
     fp = embedder.fingerprint
     space, _ = EmbeddingSpace.objects.get_or_create(
         model_name=fp.model_name, dimension=fp.dimension, weights_sha256=fp.weights_sha256
     )
-    collection, _ = Collection.objects.select_related("embedding_space").get_or_create(
-        name=name, defaults={"embedding_space": space, "description": description}
+    return space
+
+
+def get_or_create_collection(
+    name: str, embedder: Embedder, *, secondary: Embedder | None = None, description: str = ""
+) -> Collection:
+    """The named collection, created bound to the embedder's space; refused if bound to another model's.
+
+    With a secondary model, the collection gains a second dense index (filled by embed_secondary); one
+    already built by another secondary model is refused the same way."""
+    collection, _ = Collection.objects.select_related("embedding_space", "secondary_space").get_or_create(
+        name=name, defaults={"embedding_space": space_of(embedder), "description": description}
     )
     require_same_space(collection, embedder)
+    if secondary is not None:
+        if collection.secondary_space is None:
+            collection.secondary_space = space_of(secondary)
+            collection.save(update_fields=["secondary_space"])
+        require_same_space(collection, secondary, secondary=True)
     return collection
+
+
+def embed_secondary(collection: Collection, embedder: Embedder, *, batch: int = 256) -> int:
+    """Give every chunk of the collection that lacks one its secondary vector; returns how many were embedded.
+
+    Runs after the chunks are written, batch by batch, so an interrupted run is resumed by the next sync and
+    a chunk without its secondary vector is simply missing from that one ranking meanwhile."""
+    require_same_space(collection, embedder, secondary=True)
+    pending = Chunk.objects.filter(version__article__collection=collection, secondary_embedding__isnull=True)
+    done = 0
+    while chunks := list(
+        pending.select_related("version__article").only("id", "heading_path", "text", "version__article__title")[:batch]
+    ):
+        vectors = embedder.encode(
+            [chunking.embedding_text(c.version.article.title, c.heading_path, c.text) for c in chunks]
+        )
+        for chunk, vector in zip(chunks, vectors, strict=True):
+            chunk.secondary_embedding = vector
+        Chunk.objects.bulk_update(chunks, ["secondary_embedding"])
+        done += len(chunks)
+    return done
 
 
 def prepare_documents(
@@ -301,6 +338,7 @@ def ingest(
     items: Iterable[SourceDocument | IngestFileError],
     *,
     embedder: Embedder,
+    secondary: Embedder | None = None,
     strategy: Strategy,
     bounds: ChunkBounds,
     retire_missing: bool,
@@ -311,7 +349,7 @@ def ingest(
     started = time.perf_counter()
     calls_before, texts_before, tokens_before = embedder.calls, embedder.texts_embedded, embedder.tokens_embedded
     report = IngestReport()
-    collection = get_or_create_collection(collection_name, embedder)
+    collection = get_or_create_collection(collection_name, embedder, secondary=secondary)
     docs, slugs, all_slugs_known = _check_batch(collection, items, report)
     label = bounds.describe(strategy)
 
@@ -353,6 +391,8 @@ def ingest(
     stale = collection.chunk_count != Chunk.objects.filter(version__article__collection=collection).count()
     if report.new or report.changed or report.retired or stale:
         refresh_term_statistics(collection)
+    if secondary is not None:
+        report.secondary_embedded = embed_secondary(collection, secondary)
     collection.last_synced_at = timezone.now()
     collection.save(update_fields=["last_synced_at"])
 

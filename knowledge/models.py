@@ -32,6 +32,10 @@ class Collection(models.Model):
     name = models.SlugField(max_length=100, unique=True)
     description = models.TextField(blank=True)
     embedding_space = models.ForeignKey(EmbeddingSpace, on_delete=models.PROTECT, related_name="collections")
+    # A second dense model whose ranking is fused with the first (settings.EMBEDDING_SECONDARY_MODEL).
+    secondary_space = models.ForeignKey(
+        EmbeddingSpace, null=True, blank=True, on_delete=models.PROTECT, related_name="secondary_collections"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     last_synced_at = models.DateTimeField(null=True, blank=True)
     # Corpus statistics for BM25, refreshed by ingestion whenever the collection's chunks change.
@@ -140,6 +144,8 @@ class Chunk(models.Model):
         db_persist=True,
     )
     embedding = VectorField(dimensions=EMBEDDING_DIMENSION)
+    # Null until ingestion has embedded the chunk with the collection's secondary model.
+    secondary_embedding = VectorField(dimensions=EMBEDDING_DIMENSION, null=True, blank=True)
     search_vector = models.GeneratedField(
         expression=SearchVector("heading_path", "text", config="english"),
         output_field=SearchVectorField(),
@@ -152,6 +158,13 @@ class Chunk(models.Model):
             HnswIndex(
                 name="chunk_embedding_hnsw",
                 fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+            HnswIndex(
+                name="chunk_secondary_embedding_hnsw",
+                fields=["secondary_embedding"],
                 m=16,
                 ef_construction=64,
                 opclasses=["vector_cosine_ops"],

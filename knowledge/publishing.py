@@ -15,6 +15,7 @@ from knowledge.embeddings import Embedder, require_same_space
 from knowledge.errors import KnowledgeError
 from knowledge.ingest import (
     configured_chunking,
+    embed_secondary,
     make_published,
     prepare_documents,
     refresh_term_statistics,
@@ -64,7 +65,7 @@ def submit_for_review(version: ArticleVersion) -> None:
     version.save(update_fields=["status", "updated_at"])
 
 
-def publish(version: ArticleVersion, *, embedder: Embedder) -> int:
+def publish(version: ArticleVersion, *, embedder: Embedder, secondary: Embedder | None = None) -> int:
     """Index a reviewed version and make it the one customers see. Returns the number of chunks written."""
     if version.status != VersionStatus.IN_REVIEW:
         raise WorkflowError(f"Only versions in review can be published; {version} is {version.get_status_display()}.")
@@ -100,4 +101,6 @@ def publish(version: ArticleVersion, *, embedder: Embedder) -> int:
         version.save()
         make_published(version)
     refresh_term_statistics(collection)
+    if secondary is not None and collection.secondary_space is not None:
+        embed_secondary(collection, secondary)
     return written

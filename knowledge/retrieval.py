@@ -11,7 +11,7 @@ from typing import cast
 from django.conf import settings
 
 from knowledge.dense import dense_search
-from knowledge.embeddings import Embedder, default_embedder, embed_query
+from knowledge.embeddings import Embedder, default_embedder, embed_query, secondary_embedder
 from knowledge.fusion import Fused, FusionMethod, blend_rerank, fuse
 from knowledge.fuzzy import expand_with_corrections, find_typos, fuzzy_search
 from knowledge.models import Chunk, Collection, GlossaryEntry
@@ -19,8 +19,9 @@ from knowledge.query import QueryError, expand_identifiers, expand_with_glossary
 from knowledge.rerank import default_reranker
 from knowledge.scope import Scope, VersionPolicy
 from knowledge.sparse import BM25Parameters, CorpusStatistics, StageHit, bm25_search
+from supportbot.stopwatch import Stopwatch
 
-STAGES = ("bm25", "dense", "fuzzy")
+STAGES = ("bm25", "dense", "dense_secondary", "fuzzy")
 
 
 @dataclass(frozen=True)
@@ -76,21 +77,46 @@ def default_config() -> RetrievalConfig:
 
 
 def run_stages(
-    scope: Scope, query: str, *, collection: Collection, embedder: Embedder, config: RetrievalConfig, k: int
+    scope: Scope,
+    query: str,
+    *,
+    collection: Collection,
+    embedder: Embedder,
+    config: RetrievalConfig,
+    k: int,
+    secondary: Embedder | None = None,
+    stopwatch: Stopwatch | None = None,
 ) -> dict[str, list[StageHit]]:
     """Each enabled stage's own ranking of the chunks in scope. Misspelt words are corrected against the
-    collection's vocabulary first; the corrections are added to what BM25 and dense retrieval see."""
+    collection's vocabulary first; the corrections are added to what BM25 and dense retrieval see.
+    Each step's time is added to the stopwatch when one is given."""
+    watch = stopwatch or Stopwatch()
     stats = CorpusStatistics(collection.chunk_count, collection.average_chunk_length)
-    typos = find_typos(collection.pk, query)
+    with watch.lap("typos"):
+        typos = find_typos(collection.pk, query)
     expanded = expand_with_corrections(query, typos)
     rankings: dict[str, list[StageHit]] = {}
     if "bm25" in config.stages:
-        rankings["bm25"] = bm25_search(scope, expanded, stats=stats, k=k, params=config.bm25)
+        with watch.lap("bm25"):
+            rankings["bm25"] = bm25_search(scope, expanded, stats=stats, k=k, params=config.bm25)
     if "dense" in config.stages:
-        vector = embed_query(collection, expanded, embedder)
-        rankings["dense"] = dense_search(scope, vector, k=k, ef_search=config.ef_search)
+        with watch.lap("embed_query"):
+            vector = embed_query(collection, expanded, embedder)
+        with watch.lap("dense"):
+            rankings["dense"] = dense_search(scope, vector, k=k, ef_search=config.ef_search)
+    if "dense_secondary" in config.stages:
+        second = secondary or secondary_embedder()
+        if second is None:
+            raise QueryError("The dense_secondary stage needs EMBEDDING_SECONDARY_MODEL.")
+        with watch.lap("embed_query_secondary"):
+            vector = embed_query(collection, expanded, second, secondary=True)
+        with watch.lap("dense_secondary"):
+            rankings["dense_secondary"] = dense_search(
+                scope, vector, k=k, ef_search=config.ef_search, index="secondary_embedding"
+            )
     if "fuzzy" in config.stages:
-        rankings["fuzzy"] = fuzzy_search(scope, query, stats=stats, k=k, params=config.bm25, typos=typos)
+        with watch.lap("fuzzy"):
+            rankings["fuzzy"] = fuzzy_search(scope, query, stats=stats, k=k, params=config.bm25, typos=typos)
     return rankings
 
 
@@ -133,6 +159,8 @@ def search(
     k: int = 10,
     config: RetrievalConfig | None = None,
     embedder: Embedder | None = None,
+    secondary: Embedder | None = None,
+    stopwatch: Stopwatch | None = None,
 ) -> list[Hit]:
     """The k best chunks for the query that this audience may see, under the version policy.
 
@@ -141,8 +169,10 @@ def search(
     if not 1 <= k <= 100:
         raise QueryError(f"k must be between 1 and 100, got {k}.")
     config = config or default_config()
-    glossary = dict(GlossaryEntry.objects.filter(collection=collection).values_list("phrase", "meaning"))
-    query = expand_identifiers(expand_with_glossary(normalise_query(query), glossary))
+    watch = stopwatch or Stopwatch()
+    with watch.lap("normalise"):
+        glossary = dict(GlossaryEntry.objects.filter(collection=collection).values_list("phrase", "meaning"))
+        query = expand_identifiers(expand_with_glossary(normalise_query(query), glossary))
     if as_of is not None:
         version_policy = "as_of"
     scope = Scope(collection.pk, audience, version_policy, as_of)
@@ -153,12 +183,19 @@ def search(
         embedder=embedder or default_embedder(),
         config=config,
         k=max(k, config.depth),
+        secondary=secondary,
+        stopwatch=watch,
     )
-    fused = fuse(rankings, method=config.fusion, depth=config.depth, weights=config.weights, rrf_k=config.rrf_k)
+    with watch.lap("fuse"):
+        fused = fuse(rankings, method=config.fusion, depth=config.depth, weights=config.weights, rrf_k=config.rrf_k)
     if config.rerank:
-        fused, rankings["rerank"] = rerank(query, fused, candidates=config.rerank_candidates, blend=config.rerank_blend)
+        with watch.lap("rerank"):
+            fused, rankings["rerank"] = rerank(
+                query, fused, candidates=config.rerank_candidates, blend=config.rerank_blend
+            )
     fused = fused[:k]
-    chunks = Chunk.objects.select_related("version__article").in_bulk([f.chunk_id for f in fused])
+    with watch.lap("load"):
+        chunks = Chunk.objects.select_related("version__article").in_bulk([f.chunk_id for f in fused])
     per_stage = {
         name: {hit.chunk_id: StageResult(hit.rank, hit.score) for hit in hits} for name, hits in rankings.items()
     }

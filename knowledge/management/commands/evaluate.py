@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from knowledge.embeddings import default_embedder
+from knowledge.embeddings import default_embedder, secondary_embedder
 from knowledge.errors import KnowledgeError
 from knowledge.evaluation import evaluate_retrieval, fusion_grid, read_queries
 from knowledge.ingest import configured_chunking, ingest
@@ -83,6 +83,7 @@ class Command(BaseCommand):
                 name,
                 read_beir_corpus(dataset),
                 embedder=embedder,
+                secondary=secondary_embedder(),
                 strategy=strategy,
                 bounds=bounds,
                 retire_missing=False,

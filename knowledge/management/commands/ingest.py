@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from knowledge.chunking import STRATEGIES, ChunkBounds
-from knowledge.embeddings import default_embedder
+from knowledge.embeddings import default_embedder, secondary_embedder
 from knowledge.errors import KnowledgeError
 from knowledge.ingest import ingest
 from knowledge.sources import read_beir_corpus, read_markdown_tree
@@ -76,6 +76,7 @@ class Command(BaseCommand):
                 collection,
                 items,
                 embedder=default_embedder(),
+                secondary=secondary_embedder(),
                 strategy=options["strategy"],
                 bounds=bounds,
                 # Only a whole folder says which articles exist; a single file or a --limit run says nothing

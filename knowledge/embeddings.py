@@ -253,7 +253,8 @@ def require_same_space(collection: Collection, embedder: Embedder, *, secondary:
         )
     if not space_matches(space, embedder.fingerprint):
         raise EmbeddingSpaceMismatch(
-            f"Collection {collection.name!r}'s {index} is built with {space} but the loaded embedding model is "
+            f"Collection {collection.name!r}{' (secondary dense index)' if secondary else ''} is indexed with "
+            f"{space} but the loaded embedding model is "
             f"{embedder.fingerprint.describe()}. Load the collection's model, or re-index the collection into "
             "a new collection with this model."
         )

@@ -149,3 +149,27 @@ RERANK_MODEL = env_str("RERANK_MODEL", "ms-marco-MiniLM-L-12-v2-int8")
 RERANK_CANDIDATES = env_int("RERANK_CANDIDATES", 20, minimum=1, maximum=100)
 RERANK_MAX_TOKENS = env_int("RERANK_MAX_TOKENS", 256, minimum=16, maximum=512)
 RERANK_BLEND = env_float("RERANK_BLEND", 0.5, minimum=0.0, maximum=1.0)
+
+# --- Answer turn ----------------------------------------------------------------------------
+# With a key, replies come from Claude; without one (the default, and CI), from the extractive generator.
+ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY", "").strip()
+ANTHROPIC_MODEL = env_str("ANTHROPIC_MODEL", "claude-sonnet-4-5")
+if not ANTHROPIC_MODEL.strip():
+    raise ImproperlyConfigured("ANTHROPIC_MODEL must name a model, e.g. claude-sonnet-4-5.")
+ANTHROPIC_TIMEOUT_S = env_float("ANTHROPIC_TIMEOUT_S", 30.0, minimum=1.0, maximum=600.0)
+ANTHROPIC_MAX_RETRIES = env_int("ANTHROPIC_MAX_RETRIES", 3, minimum=0, maximum=10)
+ANTHROPIC_BACKOFF_S = env_float("ANTHROPIC_BACKOFF_S", 1.0, minimum=0.0, maximum=60.0)
+ANTHROPIC_MAX_TOKENS = env_int("ANTHROPIC_MAX_TOKENS", 1024, minimum=16, maximum=8192)
+# Personal data masked before text leaves for a third-party model or reaches the logs (Presidio names).
+PII_ENTITIES = [
+    e.strip()
+    for e in env_str(
+        "PII_ENTITIES", "PERSON,EMAIL_ADDRESS,PHONE_NUMBER,CREDIT_CARD,LOCATION,IBAN_CODE,IP_ADDRESS"
+    ).split(",")
+    if e.strip()
+]
+_KNOWN_PII = {"PERSON", "EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "LOCATION", "IBAN_CODE", "IP_ADDRESS", "URL"}
+if set(PII_ENTITIES) - _KNOWN_PII:
+    raise ImproperlyConfigured(
+        f"PII_ENTITIES has unknown kinds {sorted(set(PII_ENTITIES) - _KNOWN_PII)}; known: {sorted(_KNOWN_PII)}."
+    )

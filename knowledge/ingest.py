@@ -64,6 +64,7 @@ class PreparedDocument:
     source: SourceDocument
     drafts: list[ChunkDraft]
     vectors: np.ndarray
+    secondary_vectors: np.ndarray | None = None
 
 
 def space_of(embedder: Embedder) -> EmbeddingSpace:
@@ -93,11 +94,17 @@ def get_or_create_collection(
     return collection
 
 
+REBUILD_AFTER_UPDATES = 1000
+
+
 def embed_secondary(collection: Collection, embedder: Embedder, *, batch: int = 256) -> int:
     """Give every chunk of the collection that lacks one its secondary vector; returns how many were embedded.
 
-    Runs after the chunks are written, batch by batch, so an interrupted run is resumed by the next sync and
-    a chunk without its secondary vector is simply missing from that one ranking meanwhile."""
+    For chunks written before the collection had a secondary model (new chunks get both vectors when
+    written). Batch by batch, so an interrupted run is resumed by the next sync; a chunk without its
+    secondary vector is only missing from that one ranking meanwhile. Updating many rows leaves dead
+    entries in every index of the table, and an HNSW graph full of them was measured 10× slower and
+    less accurate, so a large backfill rebuilds the vector indexes afterwards."""
     require_same_space(collection, embedder, secondary=True)
     pending = Chunk.objects.filter(version__article__collection=collection, secondary_embedding__isnull=True)
     done = 0
@@ -111,6 +118,11 @@ def embed_secondary(collection: Collection, embedder: Embedder, *, batch: int = 
             chunk.secondary_embedding = vector
         Chunk.objects.bulk_update(chunks, ["secondary_embedding"])
         done += len(chunks)
+    if done >= REBUILD_AFTER_UPDATES and not connection.in_atomic_block:
+        with connection.cursor() as cursor:
+            for index in ("chunk_embedding_hnsw", "chunk_secondary_embedding_hnsw"):
+                cursor.execute(f"REINDEX INDEX CONCURRENTLY {index}")
+            cursor.execute("VACUUM ANALYZE knowledge_chunk")
     return done
 
 
@@ -120,9 +132,11 @@ def prepare_documents(
     strategy: Strategy,
     bounds: ChunkBounds,
     embedder: Embedder,
+    secondary: Embedder | None = None,
     boilerplate: frozenset[str] = frozenset(),
 ) -> list[PreparedDocument]:
-    """Clean, chunk and embed a batch of documents with two embedding calls in all."""
+    """Clean, chunk and embed a batch of documents with two embedding calls in all (one more with a
+    secondary model: chunks are written with both vectors, never updated afterwards)."""
     count = embedder.count_tokens
     parsed = [chunking.parse_sections(clean_markdown(doc.body, boilerplate), count) for doc in documents]
 
@@ -156,10 +170,13 @@ def prepare_documents(
         for draft in doc_drafts
     ]
     chunk_vectors = embedder.encode(texts)
+    second_vectors = secondary.encode(texts) if secondary is not None else None
     prepared, offset = [], 0
     for doc, doc_drafts in zip(documents, drafts, strict=True):
-        prepared.append(PreparedDocument(doc, doc_drafts, chunk_vectors[offset : offset + len(doc_drafts)]))
-        offset += len(doc_drafts)
+        end = offset + len(doc_drafts)
+        second = second_vectors[offset:end] if second_vectors is not None else None
+        prepared.append(PreparedDocument(doc, doc_drafts, chunk_vectors[offset:end], second))
+        offset = end
     return prepared
 
 
@@ -184,6 +201,7 @@ def write_chunks(version: ArticleVersion, prepared: PreparedDocument, space: Emb
             text=draft.text,
             token_count=draft.token_count,
             embedding=vector,
+            secondary_embedding=None if prepared.secondary_vectors is None else prepared.secondary_vectors[i],
         )
         for i, (draft, vector) in enumerate(zip(prepared.drafts, prepared.vectors, strict=True))
     )
@@ -369,7 +387,12 @@ def ingest(
     for start in range(0, len(todo), BATCH_DOCUMENTS):
         batch = todo[start : start + BATCH_DOCUMENTS]
         for prepared in prepare_documents(
-            batch, strategy=strategy, bounds=bounds, embedder=embedder, boilerplate=boilerplate
+            batch,
+            strategy=strategy,
+            bounds=bounds,
+            embedder=embedder,
+            secondary=secondary,
+            boilerplate=boilerplate,
         ):
             created, written = write_document(collection, prepared, label)
             report.new += created

@@ -15,7 +15,6 @@ from knowledge.embeddings import Embedder, require_same_space
 from knowledge.errors import KnowledgeError
 from knowledge.ingest import (
     configured_chunking,
-    embed_secondary,
     make_published,
     prepare_documents,
     refresh_term_statistics,
@@ -87,7 +86,11 @@ def publish(version: ArticleVersion, *, embedder: Embedder, secondary: Embedder 
         content_hash=content_hash,
     )
     # Embedding is slow and needs no lock: it happens before the transaction opens.
-    (prepared,) = prepare_documents([source], strategy=strategy, bounds=bounds, embedder=embedder)
+    if collection.secondary_space is None:
+        secondary = None  # the collection has no secondary index to keep up
+    elif secondary is not None:
+        require_same_space(collection, secondary, secondary=True)
+    (prepared,) = prepare_documents([source], strategy=strategy, bounds=bounds, embedder=embedder, secondary=secondary)
     with transaction.atomic():
         version = ArticleVersion.objects.select_for_update().get(pk=version.pk)
         if version.status != VersionStatus.IN_REVIEW:
@@ -101,6 +104,4 @@ def publish(version: ArticleVersion, *, embedder: Embedder, secondary: Embedder 
         version.save()
         make_published(version)
     refresh_term_statistics(collection)
-    if secondary is not None and collection.secondary_space is not None:
-        embed_secondary(collection, secondary)
     return written

@@ -9,6 +9,7 @@ from types import MappingProxyType
 from typing import cast
 
 from django.conf import settings
+from django.db import connection
 
 from knowledge.dense import dense_search
 from knowledge.embeddings import Embedder, default_embedder, embed_query, secondary_embedder
@@ -17,7 +18,7 @@ from knowledge.fuzzy import expand_with_corrections, find_typos, fuzzy_search
 from knowledge.models import Chunk, Collection, GlossaryEntry
 from knowledge.query import QueryError, expand_identifiers, expand_with_glossary, normalise_query
 from knowledge.rerank import default_reranker
-from knowledge.scope import Scope, VersionPolicy
+from knowledge.scope import FROM_CHUNKS, Scope, VersionPolicy
 from knowledge.sparse import BM25Parameters, CorpusStatistics, StageHit, bm25_search
 from supportbot.stopwatch import Stopwatch
 
@@ -209,3 +210,16 @@ def search(
         for rank, f in enumerate(fused, start=1)
     ]
     return _newest_first_within_article(hits) if version_policy == "prefer_latest" else hits
+
+
+def visible_chunks(scope: Scope, chunk_ids: list[int]) -> set[int]:
+    """Which of these chunks the scope may see now: a citation to any other is refused."""
+    if not chunk_ids:
+        return set()
+    where, params = scope.where()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT c.id FROM {FROM_CHUNKS} WHERE c.id = ANY(%(chunk_ids)s) AND {where}",
+            {**params, "chunk_ids": chunk_ids},
+        )
+        return {row[0] for row in cursor.fetchall()}

@@ -5,6 +5,8 @@ import pytest
 from django.conf import settings
 
 from knowledge.embeddings import Embedder, default_embedder
+from knowledge.models import Collection
+from tests.knowledge.helpers import sync_folder
 
 
 @pytest.fixture(scope="session")
@@ -19,3 +21,10 @@ def sample_dir(tmp_path: Path) -> Path:
     target = tmp_path / "helpcentre"
     shutil.copytree(settings.SAMPLE_HELP_CENTRE, target)
     return target
+
+
+@pytest.fixture
+def helpcentre(sample_dir, embedder, db) -> Collection:
+    """The sample help centre, indexed into a fresh test database."""
+    sync_folder(sample_dir, embedder)
+    return Collection.objects.get(name="helpcentre")

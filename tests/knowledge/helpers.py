@@ -1,7 +1,8 @@
 from pathlib import Path
+from typing import Literal
 
 from knowledge.chunking import ChunkBounds, Strategy
-from knowledge.embeddings import Embedder
+from knowledge.embeddings import Embedder, secondary_embedder
 from knowledge.ingest import IngestReport, ingest
 from knowledge.sources import read_markdown_tree
 
@@ -12,14 +13,15 @@ def sync_folder(
     *,
     strategy: Strategy = "heading-semantic",
     collection: str = "helpcentre",
-    secondary: Embedder | None = None,
+    secondary: Embedder | Literal["configured"] | None = "configured",
 ) -> IngestReport:
-    """Sync a collection with a folder of Markdown files, as `manage.py ingest FOLDER` does."""
+    """Sync a collection with a folder of Markdown files, as `manage.py ingest FOLDER` does (with the
+    configured secondary model unless told otherwise)."""
     return ingest(
         collection,
         read_markdown_tree(folder, max_bytes=1_000_000),
         embedder=embedder,
-        secondary=secondary,
+        secondary=secondary_embedder() if secondary == "configured" else secondary,
         strategy=strategy,
         bounds=ChunkBounds(min_tokens=40, max_tokens=200),
         retire_missing=True,

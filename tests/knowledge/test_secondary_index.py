@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from knowledge.dense import dense_search
-from knowledge.embeddings import BGE_QUERY_PREFIX, Embedder, embed_query
+from knowledge.embeddings import BGE_QUERY_PREFIX, Embedder, embed_query, secondary_embedder
 from knowledge.errors import EmbeddingSpaceMismatch
 from knowledge.ingest import embed_secondary, get_or_create_collection
 from knowledge.models import Chunk, Collection
@@ -17,7 +17,9 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture(scope="session")
 def bge() -> Embedder:
-    return Embedder.load("bge-small-en-int8")
+    embedder = secondary_embedder()
+    assert embedder is not None and embedder.model_name.startswith("BAAI/bge-small")
+    return embedder
 
 
 @pytest.fixture
@@ -68,10 +70,12 @@ def test_a_secondary_index_refuses_another_model(embedder, indexed: Collection):
         embed_query(indexed, "refund", embedder, secondary=True)
 
 
-def test_a_collection_without_a_secondary_index_says_how_to_build_one(helpcentre: Collection, bge):
+def test_a_collection_without_a_secondary_index_says_how_to_build_one(sample_dir, embedder, bge):
+    sync_folder(sample_dir, embedder, secondary=None, collection="plain")
+    plain = Collection.objects.get(name="plain")
     config = RetrievalConfig(stages=("dense", "dense_secondary"))
     with pytest.raises(EmbeddingSpaceMismatch, match="EMBEDDING_SECONDARY_MODEL"):
-        search("refund", collection=helpcentre, audience="public", config=config, secondary=bge)
+        search("refund", collection=plain, audience="public", config=config, secondary=bge)
 
 
 def test_the_secondary_stage_finds_the_answer_and_keeps_to_the_audience(indexed: Collection, bge):

@@ -7,7 +7,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from knowledge.benchmarking import replicate_collection, time_retrieval
-from knowledge.embeddings import Embedder, default_embedder
+from knowledge.embeddings import Embedder, default_embedder, secondary_embedder
 from knowledge.evaluation import read_queries
 from knowledge.ingest import configured_chunking, ingest
 from knowledge.models import Collection
@@ -109,6 +109,7 @@ class Command(BaseCommand):
                 name,
                 items,
                 embedder=embedder,
+                secondary=secondary_embedder(),
                 strategy=options["strategy"],
                 bounds=bounds,
                 retire_missing=False,

@@ -1,0 +1,168 @@
+"""Conversations and everything a turn decided, kept so staff can see why a reply said what it said."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+from knowledge.models import Audience, Collection
+
+
+class SystemPolicy(models.Model):
+    """Rules the assistant always works under (e.g. the refund policy): always in the context, never trimmed,
+    never retrieved. Editing makes a new version; the newest version of a collection's policy is in force."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="policies")
+    version = models.PositiveIntegerField()
+    text = models.TextField()
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["collection", "version"], name="unique_policy_version")]
+        ordering = ["collection", "-version"]
+        verbose_name_plural = "system policies"
+
+    def __str__(self) -> str:
+        return f"{self.collection} policy v{self.version}"
+
+
+class ConversationStatus(models.TextChoices):
+    OPEN = "open", "Open"
+    REFERRED = "referred", "Waiting for a person"
+    CLOSED = "closed", "Closed"
+
+
+class Conversation(models.Model):
+    public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    collection = models.ForeignKey(Collection, on_delete=models.PROTECT, related_name="conversations")
+    audience = models.CharField(max_length=10, choices=Audience.choices, default=Audience.PUBLIC)
+    status = models.CharField(max_length=10, choices=ConversationStatus.choices, default=ConversationStatus.OPEN)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+
+    def __str__(self) -> str:
+        return f"conversation {self.public_id}"
+
+
+class Role(models.TextChoices):
+    CUSTOMER = "customer", "Customer"
+    ASSISTANT = "assistant", "Assistant"
+    STAFF = "staff", "Staff"
+
+
+class Message(models.Model):
+    """What was said, as said: the only place a customer's raw words (personal data included) are kept."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    role = models.CharField(max_length=10, choices=Role.choices)
+    text = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["conversation", "created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.text[:60]}"
+
+
+class Decision(models.TextChoices):
+    ANSWERED = "answered", "Answered"
+    ABSTAINED = "abstained", "Abstained"
+    REFERRED = "referred", "Referred to a person"
+
+
+class Turn(models.Model):
+    """One customer message and the reply to it, with every step in between. Text sent to a third party or
+    stored here for analysis is masked; the raw message lives only in Message."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="turns")
+    customer_message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="turn")
+    reply_message = models.OneToOneField(
+        Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="answered_turn"
+    )
+    rewritten_query = models.TextField(blank=True)
+    candidates = models.JSONField(default=list, help_text="Retrieved chunks with each stage's rank and score.")
+    context = models.JSONField(default=list, help_text="The passages given to the generator, with trust labels.")
+    generator = models.CharField(max_length=20, blank=True)
+    draft = models.TextField(blank=True)
+    reply = models.TextField(blank=True)
+    decision = models.CharField(max_length=10, choices=Decision.choices, blank=True)
+    evidence_score = models.FloatField(null=True, blank=True)
+    latency_ms = models.JSONField(default=dict)
+    notes = models.JSONField(default=list, help_text="What went wrong on the way (provider failures, fallbacks).")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["conversation", "created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"turn {self.pk} ({self.decision or 'in progress'})"
+
+
+class Verdict(models.TextChoices):
+    SUPPORTED = "supported", "Supported"
+    UNSUPPORTED = "unsupported", "Unsupported"
+
+
+class Claim(models.Model):
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="claims")
+    ordinal = models.PositiveIntegerField()
+    text = models.TextField()
+    citations = models.JSONField(default=list)
+    verdict = models.CharField(max_length=12, choices=Verdict.choices)
+    tier = models.CharField(max_length=20, help_text="The grounding tier that settled the verdict.")
+    score = models.FloatField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["turn", "ordinal"], name="unique_claim_ordinal")]
+        ordering = ["turn", "ordinal"]
+
+    def __str__(self) -> str:
+        return f"{self.verdict} ({self.tier}): {self.text[:60]}"
+
+
+class ReferralStatus(models.TextChoices):
+    OPEN = "open", "Open"
+    CLAIMED = "claimed", "Claimed"
+    RESOLVED = "resolved", "Resolved"
+
+
+class Referral(models.Model):
+    """A conversation handed to a person, with the draft and its verdicts so they see what was doubted."""
+
+    turn = models.OneToOneField(Turn, on_delete=models.CASCADE, related_name="referral")
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="referrals")
+    reason = models.TextField()
+    status = models.CharField(max_length=10, choices=ReferralStatus.choices, default=ReferralStatus.OPEN)
+    created_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["status", "created_at"]
+
+    def __str__(self) -> str:
+        return f"referral {self.pk} ({self.status})"
+
+
+class AbstentionThreshold(models.Model):
+    """The evidence score below which the assistant abstains, chosen by `manage.py calibrate`; the newest
+    row of a collection is in force."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="abstention_thresholds")
+    signal = models.CharField(max_length=40)
+    threshold = models.FloatField()
+    answered_rate = models.FloatField(help_text="Share of answerable calibration questions answered.")
+    wrongly_answered_rate = models.FloatField(help_text="Share of unanswerable ones answered anyway.")
+    dataset = models.CharField(max_length=300)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["collection", "-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.collection}: {self.signal} ≥ {self.threshold:.3f}"

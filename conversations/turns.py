@@ -1,0 +1,390 @@
+"""The answer turn: one customer message in; one grounded reply, an honest "I don't know", or a referral out.
+
+Synchronous on purpose: the websocket consumer runs it in a thread, the evaluator and `manage.py ask`
+call it directly. Every step is persisted on the Turn so staff can see why a reply said what it said.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from conversations.claims import split_claims
+from conversations.context import Context, Evidence, assemble_context
+from conversations.generation import (
+    ABSTAIN_REPLY,
+    REFER_REPLY,
+    ScoredSentence,
+    claude_reply,
+    extractive_reply,
+    score_sentences,
+)
+from conversations.grounding import ClaimVerdict, Grounder
+from conversations.models import (
+    AbstentionThreshold,
+    Claim,
+    Conversation,
+    ConversationStatus,
+    Decision,
+    Message,
+    Referral,
+    Role,
+    SystemPolicy,
+    Turn,
+)
+from conversations.pii import without_placeholders
+from conversations.rewrite import question_focus, rewrite_query
+from knowledge.embeddings import Embedder, default_embedder
+from knowledge.rerank import CrossEncoder, default_reranker
+from knowledge.retrieval import Hit, search, visible_chunks
+from knowledge.scope import Scope
+from supportbot.stopwatch import Stopwatch
+
+logger = logging.getLogger(__name__)
+
+MAX_MESSAGE_CHARS = 2000
+HISTORY_MESSAGES = 6
+DEFAULT_POLICY = (
+    "Be accurate, brief and polite. Only state what the help-centre passages say. Never promise refunds, "
+    "discounts, compensation or exceptions that the passages do not state. Never ask for full card numbers "
+    "or passwords."
+)
+
+
+class TurnError(Exception):
+    """The message cannot be answered as sent (empty, too long); the text says what to change."""
+
+
+@dataclass(frozen=True)
+class Citation:
+    number: int
+    article: str
+    title: str
+    heading_path: str
+    version: str
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    turn_id: int
+    reply: str
+    decision: str
+    citations: list[Citation]
+    claims: list[ClaimVerdict]
+    latency_ms: dict[str, float]
+    evidence_score: float | None
+    generator: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "turn": self.turn_id,
+            "reply": self.reply,
+            "decision": self.decision,
+            "citations": [
+                {"article": c.article, "heading_path": c.heading_path, "version": c.version, "number": c.number}
+                for c in self.citations
+            ],
+            "claims": [
+                {"text": c.text, "verdict": "supported" if c.supported else "unsupported", "tier": c.tier.value}
+                for c in self.claims
+            ],
+            "evidence_score": self.evidence_score,
+            "generator": self.generator,
+            "latency_ms": {name: round(ms, 1) for name, ms in self.latency_ms.items()},
+        }
+
+
+@dataclass
+class TurnServices:
+    """What a turn needs, loaded once per process; tests build their own."""
+
+    embedder: Embedder
+    reranker: CrossEncoder
+    grounder: Grounder
+    mask: Callable[[str], str]
+    # Claude's streaming call, rewrite and judge, when an API key is configured.
+    stream: Callable[..., str] | None = None
+    model_rewrite: Callable[[list[str], str], str] | None = None
+    unavailable: tuple[type[Exception], ...] = field(default=())
+
+
+@cache
+def default_services() -> TurnServices:
+    from conversations.claude import ClaudeClient, ClaudeUnavailable
+    from conversations.pii import mask_pii
+
+    embedder, reranker = default_embedder(), default_reranker()
+    client = ClaudeClient.from_settings()
+    grounder = Grounder(
+        embedder,
+        reranker,
+        similarity_threshold=settings.GROUNDING_SIMILARITY_THRESHOLD,
+        support_threshold=settings.GROUNDING_SUPPORT_THRESHOLD,
+        judge=(lambda claim, passage: client.judge(claim=claim, passage=passage)) if client else None,
+    )
+    return TurnServices(
+        embedder,
+        reranker,
+        grounder,
+        mask=lambda text: mask_pii(text).text,
+        stream=client.stream_reply if client else None,
+        model_rewrite=(lambda history, message: client.rewrite(history=history, message=message)) if client else None,
+        unavailable=(ClaudeUnavailable,),
+    )
+
+
+def validate_message(text: object) -> str:
+    if not isinstance(text, str):
+        raise TurnError("A message must be text.")
+    cleaned = text.replace("\x00", "").strip()
+    if not cleaned:
+        raise TurnError("The message is empty.")
+    if len(cleaned) > MAX_MESSAGE_CHARS:
+        raise TurnError(f"The message is {len(cleaned)} characters long; the limit is {MAX_MESSAGE_CHARS}.")
+    return cleaned
+
+
+def current_policy(conversation: Conversation) -> str:
+    policy = SystemPolicy.objects.filter(collection=conversation.collection).order_by("-version").first()
+    return policy.text if policy else DEFAULT_POLICY
+
+
+def abstention_threshold(conversation: Conversation) -> float:
+    chosen = AbstentionThreshold.objects.filter(collection=conversation.collection).order_by("-created_at").first()
+    return chosen.threshold if chosen else settings.ABSTAIN_THRESHOLD
+
+
+def evidence_of(hits: list[Hit]) -> list[Evidence]:
+    return [
+        Evidence(
+            chunk_id=h.chunk.pk,
+            article=h.chunk.version.article.slug,
+            title=h.chunk.version.article.title,
+            version=h.chunk.version.version_label,
+            effective_date=h.chunk.version.effective_date.isoformat(),
+            heading_path=h.heading_path,
+            text=h.chunk.text,
+            score=h.score,
+        )
+        for h in hits
+    ]
+
+
+def candidates_record(hits: list[Hit]) -> list[dict[str, Any]]:
+    return [
+        {
+            "chunk": h.chunk.pk,
+            "article": h.chunk.version.article.slug,
+            "version": h.chunk.version.version_label,
+            "heading_path": h.heading_path,
+            "rank": h.rank,
+            "score": round(h.score, 4),
+            "stages": {name: {"rank": s.rank, "score": round(s.score, 4)} for name, s in h.stages.items()},
+        }
+        for h in hits
+    ]
+
+
+@dataclass
+class _Outcome:
+    """What the pipeline produced, before it is written down."""
+
+    query: str = ""
+    hits: list[Hit] = field(default_factory=list)
+    context: Context | None = None
+    evidence_score: float | None = None
+    generator: str = ""
+    draft: str = ""
+    verdicts: list[ClaimVerdict] = field(default_factory=list)
+    decision: str = Decision.ABSTAINED
+    reply: str = ABSTAIN_REPLY
+    referral_reason: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def _history(conversation: Conversation, before: Message) -> list[Message]:
+    earlier = conversation.messages.filter(id__lt=before.pk).exclude(role=Role.STAFF).order_by("-id")
+    return list(reversed(earlier[:HISTORY_MESSAGES]))
+
+
+def _generate(
+    question: str,
+    context: Context,
+    scored: list[ScoredSentence],
+    threshold: float,
+    services: TurnServices,
+    outcome: _Outcome,
+    on_delta: Callable[[str], None] | None,
+    on_reset: Callable[[], None] | None,
+) -> str:
+    if services.stream is not None:
+        try:
+            outcome.generator = "claude"
+            return claude_reply(question, context, services.stream, on_delta=on_delta, on_reset=on_reset)
+        except services.unavailable as exc:
+            outcome.notes.append(f"Claude unavailable ({exc}); the extractive generator answered instead.")
+            if on_reset is not None:
+                on_reset()
+    outcome.generator = "extractive"
+    draft = extractive_reply(scored, min_score=threshold)
+    if draft and on_delta is not None:
+        on_delta(draft)
+    return draft
+
+
+def _run(
+    conversation: Conversation,
+    message: Message,
+    services: TurnServices,
+    watch: Stopwatch,
+    on_delta: Callable[[str], None] | None,
+    on_reset: Callable[[], None] | None,
+) -> _Outcome:
+    outcome = _Outcome()
+    history = _history(conversation, message)
+    with watch.lap("mask"):
+        masked = services.mask(message.text)
+        masked_history = [(m.role, services.mask(m.text) if m.role == Role.CUSTOMER else m.text) for m in history]
+    with watch.lap("rewrite"):
+        previous_questions = [text for role, text in masked_history if role == Role.CUSTOMER]
+        outcome.query = rewrite_query(
+            previous_questions, masked, model_rewrite=services.model_rewrite, unavailable=services.unavailable
+        )
+    search_query = question_focus(without_placeholders(outcome.query) or outcome.query)
+    with watch.lap("retrieve"):
+        outcome.hits = search(
+            search_query,
+            collection=conversation.collection,
+            audience=conversation.audience,
+            k=settings.ANSWER_PASSAGES,
+            embedder=services.embedder,
+            stopwatch=watch,
+        )
+    with watch.lap("context"):
+        context = assemble_context(
+            current_policy(conversation),
+            evidence_of(outcome.hits),
+            masked_history,
+            budget_tokens=settings.CONTEXT_BUDGET_TOKENS,
+            count_tokens=services.embedder.count_tokens,
+        )
+        outcome.context = context
+    with watch.lap("score_evidence"):
+        scored = score_sentences(search_query, context, services.reranker)
+    outcome.evidence_score = scored[0].score if scored else None
+    threshold = abstention_threshold(conversation)
+    if outcome.evidence_score is None or outcome.evidence_score < threshold:
+        outcome.notes.append(f"best evidence {outcome.evidence_score} below the abstention threshold {threshold:.2f}")
+        return outcome
+    with watch.lap("generate"):
+        outcome.draft = _generate(outcome.query, context, scored, threshold, services, outcome, on_delta, on_reset)
+    if not outcome.draft.strip() or not split_claims(outcome.draft):
+        return outcome
+    with watch.lap("ground"):
+        scope = Scope(conversation.collection_id, conversation.audience)
+        visible = visible_chunks(scope, [p.chunk_id for p in context.evidence if p.chunk_id is not None])
+        outcome.verdicts = services.grounder.ground_reply(outcome.draft, context, visible)
+    cut = [v for v in outcome.verdicts if not v.supported]
+    if cut:
+        outcome.decision, outcome.reply = Decision.REFERRED, REFER_REPLY
+        outcome.referral_reason = "; ".join(f"“{v.text}”: {v.reason} ({v.tier.value})" for v in cut)
+    elif all(v.tier == "not_a_claim" for v in outcome.verdicts):
+        # Nothing checkable was said: an answer without substance is an abstention.
+        outcome.notes.append("the draft stated nothing checkable")
+    else:
+        outcome.decision, outcome.reply = Decision.ANSWERED, outcome.draft
+    return outcome
+
+
+def answer_turn(
+    conversation: Conversation,
+    text: object,
+    *,
+    services: TurnServices | None = None,
+    on_delta: Callable[[str], None] | None = None,
+    on_reset: Callable[[], None] | None = None,
+) -> TurnResult:
+    """Answer one customer message. The message is stored first and every failure after that ends in a
+    referral, so a customer's words are never lost and always get a reply."""
+    cleaned = validate_message(text)
+    watch = Stopwatch()
+    message = Message.objects.create(conversation=conversation, role=Role.CUSTOMER, text=cleaned)
+    try:
+        with watch.lap("total"):
+            outcome = _run(conversation, message, services or default_services(), watch, on_delta, on_reset)
+    # Whatever broke, the customer still gets a reply and staff get the turn.
+    except Exception as exc:
+        logger.exception("turn %s of conversation %s failed", message.pk, conversation.public_id)
+        outcome = _Outcome(
+            decision=Decision.REFERRED,
+            reply=REFER_REPLY,
+            referral_reason=f"the assistant failed: {type(exc).__name__}",
+            notes=[f"{type(exc).__name__}: {exc}"],
+        )
+    return _record(conversation, message, outcome, watch)
+
+
+def _citations(outcome: _Outcome) -> list[Citation]:
+    if outcome.decision != Decision.ANSWERED or outcome.context is None:
+        return []
+    numbers = sorted({n for v in outcome.verdicts for n in v.citations})
+    found = [(n, outcome.context.passage(n)) for n in numbers]
+    titles = {e.chunk_id: e.title for e in evidence_of(outcome.hits)}
+    return [
+        Citation(n, p.article, titles.get(p.chunk_id or 0, p.article), p.heading_path, p.version)
+        for n, p in found
+        if p is not None
+    ]
+
+
+@transaction.atomic
+def _record(conversation: Conversation, message: Message, outcome: _Outcome, watch: Stopwatch) -> TurnResult:
+    reply = Message.objects.create(conversation=conversation, role=Role.ASSISTANT, text=outcome.reply)
+    turn = Turn.objects.create(
+        conversation=conversation,
+        customer_message=message,
+        reply_message=reply,
+        rewritten_query=outcome.query,
+        candidates=candidates_record(outcome.hits),
+        context=outcome.context.as_records() if outcome.context else [],
+        generator=outcome.generator,
+        draft=outcome.draft,
+        reply=outcome.reply,
+        decision=outcome.decision,
+        evidence_score=outcome.evidence_score,
+        latency_ms={name: round(ms, 1) for name, ms in watch.laps_ms.items()},
+        notes=outcome.notes,
+    )
+    Claim.objects.bulk_create(
+        Claim(
+            turn=turn,
+            ordinal=i,
+            text=v.text,
+            citations=list(v.citations),
+            verdict="supported" if v.supported else "unsupported",
+            tier=v.tier.value,
+            score=v.score,
+            reason=v.reason,
+        )
+        for i, v in enumerate(outcome.verdicts)
+    )
+    if outcome.decision == Decision.REFERRED:
+        Referral.objects.create(turn=turn, conversation=conversation, reason=outcome.referral_reason)
+        conversation.status = ConversationStatus.REFERRED
+    conversation.save(update_fields=["status", "updated_at"])
+    return TurnResult(
+        turn.pk,
+        outcome.reply,
+        outcome.decision,
+        _citations(outcome),
+        outcome.verdicts,
+        dict(watch.laps_ms),
+        outcome.evidence_score,
+        outcome.generator,
+    )

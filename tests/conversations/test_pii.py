@@ -1,0 +1,206 @@
+import logging
+
+import pytest
+
+from conversations.pii import MaskedText, PiiMaskingFilter, luhn_valid, mask_pii
+
+DEFAULT_KINDS = ["PERSON", "EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "LOCATION", "IBAN_CODE", "IP_ADDRESS"]
+
+
+@pytest.fixture(autouse=True)
+def default_kinds(settings):
+    # The deployment may configure other kinds; these tests describe the shipped default.
+    settings.PII_ENTITIES = DEFAULT_KINDS
+
+
+def found(text: str, masked: MaskedText) -> dict[str, str]:
+    return {text[span.start : span.end]: span.kind for span in masked.spans}
+
+
+def test_it_masks_each_kind_of_personal_data():
+    text = (
+        "My name is Sarah Connor and my email is sarah.connor@example.com. "
+        "Call me on +44 20 7946 0958 or 07700 900123. "
+        "Please charge 4111 1111 1111 1111 and ship to 221B Baker Street, London NW1 6XE."
+    )
+
+    masked = mask_pii(text)
+
+    assert found(text, masked) == {
+        "Sarah Connor": "PERSON",
+        "sarah.connor@example.com": "EMAIL_ADDRESS",
+        "+44 20 7946 0958": "PHONE_NUMBER",
+        "07700 900123": "PHONE_NUMBER",
+        "4111 1111 1111 1111": "CREDIT_CARD",
+        "221B Baker Street, London NW1 6XE": "LOCATION",
+    }
+    assert masked.text == (
+        "My name is <PERSON_1> and my email is <EMAIL_ADDRESS_1>. "
+        "Call me on <PHONE_NUMBER_1> or <PHONE_NUMBER_2>. "
+        "Please charge <CREDIT_CARD_1> and ship to <LOCATION_1>."
+    )
+    for value in found(text, masked):
+        assert value not in masked.text
+
+
+def test_it_masks_iban_and_ip_address():
+    text = "Refund to GB82 WEST 1234 5698 7654 32 please; my IP is 192.168.1.10."
+
+    masked = mask_pii(text)
+
+    assert found(text, masked) == {"GB82 WEST 1234 5698 7654 32": "IBAN_CODE", "192.168.1.10": "IP_ADDRESS"}
+
+
+def test_it_leaves_a_card_number_that_fails_luhn():
+    text = "My card 4111 1111 1111 1112 was declined."
+
+    masked = mask_pii(text)
+
+    assert masked == MaskedText(text, ())
+
+
+@pytest.mark.parametrize("card", ["2223 0031 2200 3222", "2223-0031-2200-3222", "4111-1111-1111-1111"])
+def test_it_catches_a_grouped_card_number_whatever_its_issuer(card):
+    # 2223… is a Mastercard 2-series number, outside the prefixes Presidio's own pattern knows.
+    masked = mask_pii(f"Card {card} was charged twice.")
+
+    assert masked.text == "Card <CREDIT_CARD_1> was charged twice."
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My order LO-482913 for $45.00 failed with error E-4012.",
+        "Refunds take 5 to 10 business days.",
+        "Refund of $1,234.56 arrives in 5-10 days, order #123456789.",
+        "Export fails with code E-4012 after 3 retries; order number 48291375.",
+        "The Settings page shows Error 500 when I click Save.",
+        "Version 10.2.3.4 crashed after the update.",
+    ],
+)
+def test_it_leaves_references_amounts_and_delays_alone(text):
+    assert mask_pii(text) == MaskedText(text, ())
+
+
+def test_a_number_after_order_is_a_reference_even_when_it_could_be_a_phone():
+    text = "order 4155551234 hasn't arrived, my number is 4155551234"
+
+    masked = mask_pii(text)
+
+    assert masked.text == "order 4155551234 hasn't arrived, my number is <PHONE_NUMBER_1>"
+
+
+def test_a_repeated_value_gets_the_same_placeholder_and_spans_point_into_the_original():
+    text = "Write to a@b.com, not c@d.com. Again: a@b.com. Ask Sarah Connor; Sarah Connor knows."
+
+    masked = mask_pii(text)
+
+    assert masked.text == (
+        "Write to <EMAIL_ADDRESS_1>, not <EMAIL_ADDRESS_2>. Again: <EMAIL_ADDRESS_1>. Ask <PERSON_1>; <PERSON_1> knows."
+    )
+    assert [(text[span.start : span.end], span.placeholder) for span in masked.spans] == [
+        ("a@b.com", "<EMAIL_ADDRESS_1>"),
+        ("c@d.com", "<EMAIL_ADDRESS_2>"),
+        ("a@b.com", "<EMAIL_ADDRESS_1>"),
+        ("Sarah Connor", "<PERSON_1>"),
+        ("Sarah Connor", "<PERSON_1>"),
+    ]
+
+
+def test_a_card_written_two_ways_is_one_card():
+    masked = mask_pii("Was it 4111 1111 1111 1111 or 4111-1111-1111-1111?")
+
+    assert masked.text == "Was it <CREDIT_CARD_1> or <CREDIT_CARD_1>?"
+
+
+def test_it_merges_the_url_presidio_finds_inside_an_email():
+    text = "Write to sarah.connor@example.com or see example.org."
+
+    masked = mask_pii(text, kinds={"EMAIL_ADDRESS", "URL"})
+
+    assert found(text, masked) == {"sarah.connor@example.com": "EMAIL_ADDRESS", "example.org": "URL"}
+    assert masked.text == "Write to <EMAIL_ADDRESS_1> or see <URL_1>."
+
+
+def test_kinds_override_the_setting():
+    text = "My name is Sarah Connor and my email is sarah@example.com."
+
+    masked = mask_pii(text, kinds={"EMAIL_ADDRESS"})
+
+    assert masked.text == "My name is Sarah Connor and my email is <EMAIL_ADDRESS_1>."
+
+
+def test_no_kinds_masks_nothing():
+    text = "My email is sarah@example.com."
+
+    assert mask_pii(text, kinds=()) == MaskedText(text, ())
+
+
+def test_an_unknown_kind_is_refused():
+    with pytest.raises(ValueError, match="PASSPORT"):
+        mask_pii("hello", kinds={"PASSPORT"})
+
+
+def test_empty_text():
+    assert mask_pii("") == MaskedText("", ())
+
+
+def test_it_masks_long_text():
+    filler = "The router restarts every few minutes and the lights blink orange. " * 300
+    text = filler + "Reach me at sarah@example.com."
+    assert len(text) > 20_000
+
+    masked = mask_pii(text)
+
+    assert masked.text == filler + "Reach me at <EMAIL_ADDRESS_1>."
+    assert [text[span.start : span.end] for span in masked.spans] == ["sarah@example.com"]
+
+
+def test_the_logging_filter_masks_the_formatted_message(caplog):
+    logger = logging.getLogger("tests.conversations.pii")
+    pii_filter = PiiMaskingFilter()
+    logger.addFilter(pii_filter)
+    try:
+        with caplog.at_level(logging.INFO, logger=logger.name):
+            logger.info("Customer %s asked about order %s", "sarah@example.com", "LO-482913")
+    finally:
+        logger.removeFilter(pii_filter)
+
+    assert [record.getMessage() for record in caplog.records] == [
+        "Customer <EMAIL_ADDRESS_1> asked about order LO-482913"
+    ]
+
+
+class ListHandler(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_the_logging_filter_lets_presidio_log_while_it_masks():
+    # Presidio logs from inside the analysis; masking those records would call Presidio again.
+    handler = ListHandler()
+    handler.addFilter(PiiMaskingFilter())
+    presidio_logger = logging.getLogger("presidio-analyzer")
+    level = presidio_logger.level
+    presidio_logger.addHandler(handler)
+    presidio_logger.setLevel(logging.DEBUG)
+    try:
+        masked = mask_pii("Mail sarah@example.com")
+    finally:
+        presidio_logger.removeHandler(handler)
+        presidio_logger.setLevel(level)
+
+    assert masked.text == "Mail <EMAIL_ADDRESS_1>"
+    assert handler.records, "Presidio logged nothing at DEBUG; this test no longer covers re-entry"
+
+
+@pytest.mark.parametrize(
+    ("digits", "valid"),
+    [("4111111111111111", True), ("4111111111111112", False), ("79927398713", True), ("", False), ("4111 1111", False)],
+)
+def test_luhn(digits, valid):
+    assert luhn_valid(digits) is valid

@@ -24,6 +24,7 @@ REFER_REPLY = (
     "They will reply here as soon as they can."
 )
 _TABLE_RULE = re.compile(r"^\|?\s*:?-{3,}")
+_EMPHASIS = re.compile(r"\*\*|__|`")
 
 
 @dataclass(frozen=True)
@@ -33,17 +34,34 @@ class ScoredSentence:
     score: float
 
 
+def _cells(row: str) -> list[str]:
+    return [cell.strip() for cell in row.strip().strip("|").split("|")]
+
+
+def _as_sentence(text: str) -> str:
+    text = _EMPHASIS.sub("", text).strip()
+    return text if text.endswith((".", "!", "?", ":")) else f"{text}."
+
+
 def passage_sentences(text: str) -> list[str]:
-    """Sentences of a passage; list items and table rows stay whole (each is one statement)."""
+    """Sentences of a passage as plain text. A list item is one statement; a table row becomes one
+    sentence naming its columns ("Code: E-4012; Meaning: Card declined by issuing bank.")."""
     sentences: list[str] = []
-    for line in text.splitlines():
-        line = line.strip()
+    lines = [line.strip() for line in text.splitlines()]
+    header: list[str] = []
+    for index, line in enumerate(lines):
         if not line or _TABLE_RULE.match(line):
             continue
         if line.startswith("|"):
-            sentences.append(" ".join(cell.strip() for cell in line.strip("|").split("|")))
+            if index + 1 < len(lines) and _TABLE_RULE.match(lines[index + 1]):
+                header = _cells(line)
+                continue
+            cells = _cells(line)
+            named = [f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=False)] if header else cells
+            sentences.append(_as_sentence("; ".join(c for c in named if c)))
         else:
-            sentences.extend(split_sentences(line.lstrip("-*• ").strip()))
+            plain = _EMPHASIS.sub("", line).lstrip("-*•0123456789.) ").strip()
+            sentences.extend(_as_sentence(s) for s in split_sentences(plain))
     return [s for s in sentences if len(s.split()) >= 3]
 
 
@@ -53,13 +71,14 @@ def score_sentences(
     """The sentences of the top passages, best answer first. Sentences that address the assistant
     ("ignore your rules…") are never candidates: evidence is quoted, never obeyed or repeated as policy."""
     candidates = [
-        (p.number, sentence)
+        (p.number, p.heading_path, sentence)
         for p in context.evidence[:passages]
         for sentence in passage_sentences(p.text)
         if not looks_like_instruction(sentence)
     ][:limit]
-    scores = reranker.score(question, [sentence for _, sentence in candidates])
-    ranked = [ScoredSentence(n, s, float(score)) for (n, s), score in zip(candidates, scores.tolist(), strict=True)]
+    # Scored with its heading: "Card declined by issuing bank." answers "what is E-4012" only under "› E-4012".
+    scores = reranker.score(question, [f"{heading}: {sentence}" for _, heading, sentence in candidates])
+    ranked = [ScoredSentence(n, s, float(score)) for (n, _, s), score in zip(candidates, scores.tolist(), strict=True)]
     return sorted(ranked, key=lambda s: -s.score)
 
 

@@ -41,8 +41,9 @@ from conversations.models import (
 from conversations.pii import without_placeholders
 from conversations.rewrite import question_focus, rewrite_query
 from knowledge.embeddings import Embedder, default_embedder
+from knowledge.models import Collection
 from knowledge.rerank import CrossEncoder, default_reranker
-from knowledge.retrieval import Hit, search, visible_chunks
+from knowledge.retrieval import Hit, prepare_query, search, visible_chunks
 from knowledge.scope import Scope
 from supportbot.stopwatch import Stopwatch
 
@@ -238,6 +239,54 @@ def _generate(
     return draft
 
 
+@dataclass(frozen=True)
+class FoundEvidence:
+    hits: list[Hit]
+    context: Context
+    scored: list[ScoredSentence]
+
+    @property
+    def evidence_score(self) -> float | None:
+        """The abstention signal: the cross-encoder logit of the best sentence in the top passages."""
+        return self.scored[0].score if self.scored else None
+
+
+def gather_evidence(
+    query: str,
+    *,
+    collection: Collection,
+    audience: str,
+    policy: str,
+    history: list[tuple[str, str]],
+    services: TurnServices,
+    watch: Stopwatch,
+) -> FoundEvidence:
+    """Retrieve, assemble the context, and score its sentences against the question: everything a turn
+    knows before deciding whether to answer (calibration runs exactly this)."""
+    search_query = question_focus(without_placeholders(query) or query)
+    scoring_query = prepare_query(search_query, collection)
+    with watch.lap("retrieve"):
+        hits = search(
+            search_query,
+            collection=collection,
+            audience=audience,
+            k=settings.ANSWER_PASSAGES,
+            embedder=services.embedder,
+            stopwatch=watch,
+        )
+    with watch.lap("context"):
+        context = assemble_context(
+            policy,
+            evidence_of(hits),
+            history,
+            budget_tokens=settings.CONTEXT_BUDGET_TOKENS,
+            count_tokens=services.embedder.count_tokens,
+        )
+    with watch.lap("score_evidence"):
+        scored = score_sentences(scoring_query, context, services.reranker)
+    return FoundEvidence(hits, context, scored)
+
+
 def _run(
     conversation: Conversation,
     message: Message,
@@ -256,28 +305,18 @@ def _run(
         outcome.query = rewrite_query(
             previous_questions, masked, model_rewrite=services.model_rewrite, unavailable=services.unavailable
         )
-    search_query = question_focus(without_placeholders(outcome.query) or outcome.query)
-    with watch.lap("retrieve"):
-        outcome.hits = search(
-            search_query,
-            collection=conversation.collection,
-            audience=conversation.audience,
-            k=settings.ANSWER_PASSAGES,
-            embedder=services.embedder,
-            stopwatch=watch,
-        )
-    with watch.lap("context"):
-        context = assemble_context(
-            current_policy(conversation),
-            evidence_of(outcome.hits),
-            masked_history,
-            budget_tokens=settings.CONTEXT_BUDGET_TOKENS,
-            count_tokens=services.embedder.count_tokens,
-        )
-        outcome.context = context
-    with watch.lap("score_evidence"):
-        scored = score_sentences(search_query, context, services.reranker)
-    outcome.evidence_score = scored[0].score if scored else None
+    found = gather_evidence(
+        outcome.query,
+        collection=conversation.collection,
+        audience=conversation.audience,
+        policy=current_policy(conversation),
+        history=masked_history,
+        services=services,
+        watch=watch,
+    )
+    outcome.hits, outcome.context, scored = found.hits, found.context, found.scored
+    context = found.context
+    outcome.evidence_score = found.evidence_score
     threshold = abstention_threshold(conversation)
     if outcome.evidence_score is None or outcome.evidence_score < threshold:
         outcome.notes.append(f"best evidence {outcome.evidence_score} below the abstention threshold {threshold:.2f}")

@@ -150,6 +150,12 @@ def _newest_first_within_article(hits: list[Hit]) -> list[Hit]:
     return [Hit(h.chunk, rank, h.score, h.stages) for rank, h in enumerate(ranked, start=1)]
 
 
+def prepare_query(query: str, collection: Collection) -> str:
+    """Normalised, with the collection's glossary meanings and both spellings of identifiers added."""
+    glossary = dict(GlossaryEntry.objects.filter(collection=collection).values_list("phrase", "meaning"))
+    return expand_identifiers(expand_with_glossary(normalise_query(query), glossary))
+
+
 def search(
     query: str,
     *,
@@ -172,8 +178,7 @@ def search(
     config = config or default_config()
     watch = stopwatch or Stopwatch()
     with watch.lap("normalise"):
-        glossary = dict(GlossaryEntry.objects.filter(collection=collection).values_list("phrase", "meaning"))
-        query = expand_identifiers(expand_with_glossary(normalise_query(query), glossary))
+        query = prepare_query(query, collection)
     if as_of is not None:
         version_policy = "as_of"
     scope = Scope(collection.pk, audience, version_policy, as_of)

@@ -1,0 +1,57 @@
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from conversations.models import Conversation
+from conversations.turns import TurnError, answer_turn
+from knowledge.models import Collection
+from knowledge.scope import VISIBLE_AUDIENCES
+
+
+class Command(BaseCommand):
+    help = "Run one full answer turn from the shell: the reply, its citations, the decision and per-stage latency."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("question")
+        parser.add_argument("--audience", choices=tuple(VISIBLE_AUDIENCES), default=None, help="Default: public")
+        parser.add_argument("--collection", default="helpcentre")
+        parser.add_argument("--conversation", default=None, help="Continue this conversation (its id)")
+        parser.add_argument("--json", action="store_true")
+
+    def _conversation(self, options: dict[str, Any]) -> Conversation:
+        if options["conversation"]:
+            try:
+                chat = Conversation.objects.select_related("collection").get(public_id=options["conversation"])
+            except (Conversation.DoesNotExist, ValueError):
+                raise CommandError(f"No conversation {options['conversation']!r}.") from None
+            if options["audience"] and options["audience"] != chat.audience:
+                raise CommandError(f"Conversation {chat.public_id} is a {chat.audience} conversation.")
+            return chat
+        try:
+            collection = Collection.objects.get(name=options["collection"])
+        except Collection.DoesNotExist:
+            raise CommandError(f"No collection {options['collection']!r}; run `manage.py ingest` first.") from None
+        return Conversation.objects.create(collection=collection, audience=options["audience"] or "public")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        chat = self._conversation(options)
+        try:
+            result = answer_turn(chat, options["question"])
+        except TurnError as exc:
+            raise CommandError(str(exc)) from None
+        if options["json"]:
+            self.stdout.write(json.dumps({"conversation": str(chat.public_id), **result.as_json()}, indent=2))
+            return
+        self.stdout.write(result.reply)
+        self.stdout.write(
+            f"\ndecision: {result.decision} · generator: {result.generator or '-'} · "
+            f"evidence score: {result.evidence_score}"
+        )
+        for citation in result.citations:
+            self.stdout.write(f"  [{citation.number}] {citation.article} v{citation.version} › {citation.heading_path}")
+        for claim in result.claims:
+            self.stdout.write(f"  claim ({'✓' if claim.supported else '✗'} {claim.tier.value}): {claim.text}")
+        timings = ", ".join(f"{name} {ms:.0f}" for name, ms in result.latency_ms.items())
+        self.stdout.write(f"latency ms: {timings}")
+        self.stdout.write(f"conversation: {chat.public_id} (continue with --conversation)")

@@ -20,6 +20,8 @@ stop:
 run: db
 	$(PY) manage.py ingest knowledge/sample/helpcentre --collection helpcentre
 	$(PY) manage.py glossary knowledge/sample/glossary.tsv --collection helpcentre
+	$(PY) manage.py policy conversations/sample/policy.md --collection helpcentre
+	$(PY) manage.py calibrate --collection helpcentre --if-missing
 	$(PY) manage.py ensure_staff
 	$(PY) manage.py runserver $(HOST):$(PORT)
 

@@ -118,6 +118,7 @@ class TurnServices:
 @cache
 def default_services() -> TurnServices:
     from conversations.claude import ClaudeClient, ClaudeUnavailable
+    from conversations.nli import load_nli
     from conversations.pii import mask_pii
 
     embedder, reranker = default_embedder(), default_reranker()
@@ -127,6 +128,8 @@ def default_services() -> TurnServices:
         reranker,
         similarity_threshold=settings.GROUNDING_SIMILARITY_THRESHOLD,
         support_threshold=settings.GROUNDING_SUPPORT_THRESHOLD,
+        entailment=load_nli(settings.NLI_MODEL) if settings.NLI_MODEL else None,
+        entailment_threshold=settings.NLI_THRESHOLD,
         judge=(lambda claim, passage: client.judge(claim=claim, passage=passage)) if client else None,
     )
     return TurnServices(

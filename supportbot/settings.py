@@ -193,3 +193,7 @@ ABSTAIN_THRESHOLD = env_float("ABSTAIN_THRESHOLD", 0.0, minimum=-20.0, maximum=2
 # verifier's cross-encoder logit (chosen with `manage.py evaluate grounding`).
 GROUNDING_SIMILARITY_THRESHOLD = env_float("GROUNDING_SIMILARITY_THRESHOLD", 0.9, minimum=0.0, maximum=1.0)
 GROUNDING_SUPPORT_THRESHOLD = env_float("GROUNDING_SUPPORT_THRESHOLD", 3.0, minimum=-20.0, maximum=20.0)
+# The entailment tier: an NLI sequence classifier (local directory or hub id) where a deployment has one;
+# empty (the default: none ships on PyPI) uses the support verifier instead.
+NLI_MODEL = env_str("NLI_MODEL", "").strip()
+NLI_THRESHOLD = env_float("NLI_THRESHOLD", 0.5, minimum=0.0, maximum=1.0)

@@ -33,6 +33,7 @@ class Command(BaseCommand):
         parser.add_argument("--dataset", type=Path, default=DEFAULT_SET, help="JSON lines (default: the sample set)")
         parser.add_argument("--collection", default="helpcentre")
         parser.add_argument("--dry-run", action="store_true", help="Print the tables, store nothing")
+        parser.add_argument("--if-missing", action="store_true", help="Do nothing if a threshold is stored already")
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -42,6 +43,10 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         except Collection.DoesNotExist:
             raise CommandError(f"No collection {options['collection']!r}; ingest it first.") from None
+        stored = AbstentionThreshold.objects.filter(collection=collection).order_by("-created_at").first()
+        if options["if_missing"] and stored is not None:
+            self.stdout.write(f"{collection.name}: abstention threshold already calibrated ({stored}).")
+            return
         bar = tqdm(total=len(questions), unit="question", disable=not sys.stderr.isatty())
         pairs = calibrate(questions, collection, default_services(), progress=lambda done, total: bar.update(1))
         bar.close()

@@ -7,6 +7,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from conversations.grounding_evaluation import GroundingDatasetError, evaluate_grounding, read_evidence_pairs
+from conversations.turns import default_services
 from knowledge.embeddings import default_embedder, secondary_embedder
 from knowledge.errors import KnowledgeError
 from knowledge.evaluation import evaluate_retrieval, fusion_grid, read_queries
@@ -32,12 +34,16 @@ def _weights(pairs: list[str]) -> dict[str, float]:
 class Command(BaseCommand):
     help = (
         "Measure quality. `evaluate retrieval --dataset DIR`: index a BEIR dataset (hash-skip sync) and report "
-        "nDCG@10, MRR@10, recall@k and latency for each stage, their fusion, and the final pipeline."
+        "nDCG@10, MRR@10, recall@k and latency for each stage, their fusion, and the final pipeline. "
+        "`evaluate grounding --dataset SCIFACT --split train`: the support verifier on SUPPORT / CONTRADICT / "
+        "unrelated evidence sentences."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("what", choices=["retrieval"])
-        parser.add_argument("--dataset", type=Path, required=True, help="A BEIR folder (corpus, queries, qrels)")
+        parser.add_argument("what", choices=["retrieval", "grounding"])
+        parser.add_argument(
+            "--dataset", type=Path, required=True, help="A BEIR folder (corpus, queries, qrels; evidence for grounding)"
+        )
         parser.add_argument("--split", default="test")
         parser.add_argument("--collection", default=None, help="Default: eval-<dataset folder name>")
         parser.add_argument("--json", type=Path, default=None)
@@ -69,7 +75,37 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from None
 
+    def _grounding(self, options: dict[str, Any]) -> None:
+        try:
+            pairs = read_evidence_pairs(options["dataset"], options["split"])
+        except GroundingDatasetError as exc:
+            raise CommandError(str(exc)) from None
+        pairs = pairs[: options["limit"]]
+        services = default_services()
+        bar = tqdm(total=len(pairs), unit="pair", disable=not sys.stderr.isatty())
+        figures = evaluate_grounding(pairs, services.grounder, progress=lambda done, total: bar.update(1))
+        bar.close()
+        verifier: dict[str, Any] = figures["support_verifier"]  # type: ignore[assignment]
+        self.stdout.write(f"{options['dataset'].name} ({options['split']}): pairs {figures['pairs']}")
+        self.stdout.write(
+            f"support verifier (cross-encoder ≥ {verifier['threshold']} + number/negation checks): "
+            f"accuracy {verifier['accuracy']:.3f} · precision of 'supported' {verifier['precision_supported']:.3f} · "
+            f"recall {verifier['recall_supported']:.3f}"
+        )
+        self.stdout.write(f"  share judged supported, by label: {verifier['supported_rate_by_label']}")
+        for title, key in (("cross-encoder score", "score_sweep"), ("embedding cosine", "similarity_sweep")):
+            self.stdout.write(f"{title} alone as the test: threshold → precision / recall of SUPPORT")
+            for row in figures[key]:  # type: ignore[attr-defined]
+                self.stdout.write(f"  {row['threshold']:>6} → {row['precision']:.3f} / {row['recall']:.3f}")
+        if options["json"]:
+            options["json"].write_text(json.dumps(figures, indent=2))
+
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["limit"] is not None and options["limit"] < 1:
+            raise CommandError("--limit must be a positive number.")
+        if options["what"] == "grounding":
+            self._grounding(options)
+            return
         dataset: Path = options["dataset"]
         if not (dataset / "corpus.jsonl").exists():
             raise CommandError(f"No corpus.jsonl in {dataset}.")

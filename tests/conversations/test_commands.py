@@ -1,0 +1,92 @@
+"""`manage.py ask | calibrate | policy | evaluate grounding` as an operator runs them."""
+
+import json
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from conversations.models import AbstentionThreshold, Conversation, SystemPolicy
+from conversations.turns import abstention_threshold
+
+pytestmark = pytest.mark.django_db
+
+
+def run(*args: str) -> str:
+    out = StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue()
+
+
+def test_ask_prints_the_turn_as_json(helpcentre):
+    printed = json.loads(run("ask", "how long until my money back shows on my card?", "--json"))
+    assert printed["decision"] == "answered"
+    assert printed["citations"][0]["article"] == "refunds"
+    assert {"article", "heading_path", "version"} <= set(printed["citations"][0])
+    assert printed["claims"] and {"text", "verdict", "tier"} <= set(printed["claims"][0])
+    assert printed["latency_ms"]["total"] > 0
+
+    # The conversation goes on under its id; the follow-up is rewritten with the earlier question.
+    follow_up = json.loads(run("ask", "and for PayPal?", "--conversation", printed["conversation"], "--json"))
+    assert follow_up["turn"] != printed["turn"]
+    assert Conversation.objects.get(public_id=printed["conversation"]).turns.count() == 2
+
+
+def test_ask_refuses_bad_input_with_a_reason(helpcentre):
+    with pytest.raises(CommandError, match="empty"):
+        run("ask", "   ")
+    with pytest.raises(CommandError, match="No conversation"):
+        run("ask", "hello", "--conversation", "not-a-uuid")
+    with pytest.raises(CommandError, match="No collection 'nope'"):
+        run("ask", "hello", "--collection", "nope")
+
+
+def labelled_set(path: Path) -> Path:
+    rows = [
+        ("how long until my money back shows on my card?", True),
+        ("what does error E-4012 mean?", True),
+        ("can I return a lamp after 20 days?", True),
+        ("do you sell gift wrapping in Mars colonies?", False),
+        ("what is the name of your CEO's dog?", False),
+        ("can I pay with seashells?", False),
+    ]
+    path.write_text("".join(json.dumps({"question": q, "audience": "public", "answerable": a}) + "\n" for q, a in rows))
+    return path
+
+
+def test_calibrate_prints_the_tradeoff_and_stores_the_threshold(helpcentre, tmp_path: Path):
+    dataset = labelled_set(tmp_path / "set.jsonl")
+    dry = run("calibrate", "--dataset", str(dataset), "--dry-run")
+    assert "sentence_top: ROC AUC" in dry and "dense_top: ROC AUC" in dry and "← best" in dry
+    assert not AbstentionThreshold.objects.exists()
+
+    stored = run("calibrate", "--dataset", str(dataset))
+    chosen = AbstentionThreshold.objects.get()
+    assert chosen.signal == "sentence_top" and f"{chosen.threshold:.3f}" in stored
+    assert chosen.answered_rate >= chosen.wrongly_answered_rate
+    chat = Conversation.objects.create(collection=helpcentre)
+    assert abstention_threshold(chat) == chosen.threshold
+    assert "already calibrated" in run("calibrate", "--dataset", str(dataset), "--if-missing")
+
+    (tmp_path / "broken.jsonl").write_text("{not json\n")
+    with pytest.raises(CommandError, match=r"broken.jsonl:1"):
+        run("calibrate", "--dataset", str(tmp_path / "broken.jsonl"))
+
+
+def test_policy_versions_only_change_when_the_text_does(helpcentre, tmp_path: Path):
+    policy = tmp_path / "policy.md"
+    policy.write_text("Never promise refunds.")
+    assert "v1 now in force" in run("policy", str(policy))
+    assert "v1 already in force" in run("policy", str(policy))
+    policy.write_text("Never promise refunds or discounts.")
+    assert "v2 now in force" in run("policy", str(policy))
+    assert list(SystemPolicy.objects.values_list("version", flat=True)) == [2, 1]
+    policy.write_text("")
+    with pytest.raises(CommandError, match="1 to 20000 characters"):
+        run("policy", str(policy))
+
+
+def test_evaluate_grounding_refuses_a_folder_without_evidence(tmp_path: Path):
+    with pytest.raises(CommandError, match=r"evidence_train\.jsonl does not exist"):
+        run("evaluate", "grounding", "--dataset", str(tmp_path), "--split", "train")

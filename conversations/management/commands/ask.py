@@ -1,6 +1,7 @@
 import json
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from conversations.models import Conversation
@@ -23,7 +24,7 @@ class Command(BaseCommand):
         if options["conversation"]:
             try:
                 chat = Conversation.objects.select_related("collection").get(public_id=options["conversation"])
-            except (Conversation.DoesNotExist, ValueError):
+            except (Conversation.DoesNotExist, ValidationError):
                 raise CommandError(f"No conversation {options['conversation']!r}.") from None
             if options["audience"] and options["audience"] != chat.audience:
                 raise CommandError(f"Conversation {chat.public_id} is a {chat.audience} conversation.")

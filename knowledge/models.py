@@ -4,6 +4,8 @@ from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
+from django.db.models import F
+from django.db.models.functions import Cast
 from pgvector.django import HnswIndex, VectorField
 
 EMBEDDING_DIMENSION = 384
@@ -176,6 +178,35 @@ class Chunk(models.Model):
 
     def __str__(self) -> str:
         return f"{self.heading_path} #{self.ordinal}"
+
+
+class Posting(models.Model):
+    """One term of one chunk, with its frequency: BM25's inverted index. Written by a database trigger
+    whenever a chunk is inserted (so no writer can forget it) and removed with the chunk. Scoring reads only
+    the postings of the query's terms instead of every matching chunk's whole tsvector."""
+
+    pk = models.CompositePrimaryKey("collection_id", "lexeme", "chunk_id")
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, db_index=False)
+    lexeme = models.TextField()
+    chunk = models.ForeignKey(Chunk, on_delete=models.CASCADE)
+    term_frequency = models.PositiveIntegerField()
+    chunk_length = models.PositiveIntegerField(help_text="The chunk's sparse length, copied for scoring.")
+    # BM25's saturation of this term in this chunk (k1 1.2, b 0.75) against a typical length of 100 terms:
+    # the order in which a term's postings are read, best first. Scores are computed exactly at query time.
+    impact = models.GeneratedField(
+        expression=models.ExpressionWrapper(
+            Cast("term_frequency", models.FloatField()) / (F("term_frequency") + 0.3 + 0.009 * F("chunk_length")),
+            output_field=models.FloatField(),
+        ),
+        output_field=models.FloatField(),
+        db_persist=True,
+    )
+
+    class Meta:
+        indexes = [models.Index(F("collection"), "lexeme", F("impact").desc(), "chunk", name="posting_by_impact")]
+
+    def __str__(self) -> str:
+        return f"{self.lexeme} ×{self.term_frequency} in chunk {self.chunk_id}"
 
 
 class GlossaryEntry(models.Model):

@@ -6,11 +6,12 @@ from django.db import connection, transaction
 from knowledge.dense import dense_search, vector_literal
 from knowledge.embeddings import embed_query
 from knowledge.fuzzy import find_typos, fuzzy_search
-from knowledge.models import Chunk, Collection, GlossaryEntry, TermStatistic
+from knowledge.models import Chunk, Collection, GlossaryEntry, Posting, TermStatistic
 from knowledge.query import QueryError
 from knowledge.retrieval import RetrievalConfig, search
 from knowledge.scope import Scope
 from knowledge.sparse import BM25Parameters, CorpusStatistics, bm25_score, bm25_search
+from tests.knowledge.helpers import sync_folder
 
 pytestmark = pytest.mark.django_db
 PARAMS = BM25Parameters()
@@ -229,3 +230,34 @@ def test_glossary_phrases_match_whole_words_only():
     assert expand_with_glossary("my clock broke", glossary) == "my clock broke"
     assert expand_with_glossary("MONEY BACK please", glossary) == "MONEY BACK please refund"
     assert expand_with_glossary("money back refund", glossary) == "money back refund"
+
+
+def test_the_inverted_index_follows_every_chunk_write(helpcentre: Collection, sample_dir, embedder):
+    def postings_expected() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM knowledge_chunk c CROSS JOIN unnest(c.search_vector) u "
+                "JOIN knowledge_articleversion v ON v.id = c.version_id "
+                "JOIN knowledge_article a ON a.id = v.article_id WHERE a.collection_id = %s",
+                [helpcentre.pk],
+            )
+            return cursor.fetchone()[0]
+
+    assert Posting.objects.filter(collection=helpcentre).count() == postings_expected() > 0
+    refund = Posting.objects.filter(collection=helpcentre, lexeme="refund")
+    assert refund.count() == TermStatistic.objects.get(collection=helpcentre, lexeme="refund").document_frequency
+
+    (sample_dir / "refunds.md").unlink()  # retiring the article deletes its chunks, and their postings with them
+    sync_folder(sample_dir, embedder)
+    assert Posting.objects.filter(collection=helpcentre).count() == postings_expected()
+    assert not Posting.objects.filter(chunk__version__article__slug="refunds").exists()
+
+
+@pytest.mark.parametrize(
+    "query", ["refund card business days bank", "express delivery cost Ireland", "E-4012 declined"]
+)
+def test_reading_postings_best_first_finds_the_exact_top_chunks(helpcentre: Collection, query: str):
+    scope, stats = Scope(helpcentre.pk, "public"), stats_of(helpcentre)
+    fast = bm25_search(scope, query, stats=stats, k=10, params=PARAMS)
+    exact = bm25_search(scope, query, stats=stats, k=10, params=PARAMS, exact=True)
+    assert [(h.chunk_id, round(h.score, 9)) for h in fast] == [(h.chunk_id, round(h.score, 9)) for h in exact]

@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -70,7 +71,7 @@ def _precision_recall(predicted: np.ndarray, truth: np.ndarray) -> tuple[float, 
 
 def evaluate_grounding(
     pairs: list[EvidencePair], grounder: Grounder, *, progress: Callable[[int, int], None] | None = None
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """The support verifier as configured (supported or not, per label), its score swept over thresholds,
     and the embedding-similarity tier swept likewise. "Supported" is right only for SUPPORT pairs."""
     decisions, scores, similarities = [], [], []

@@ -189,7 +189,6 @@ def tiny_nli_model(tmp_path_factory) -> Path:
         num_hidden_layers=1,
         num_attention_heads=2,
         intermediate_size=64,
-        num_labels=3,
         id2label={0: "contradiction", 1: "entailment", 2: "neutral"},
         label2id={"contradiction": 0, "entailment": 1, "neutral": 2},
     )

@@ -85,7 +85,7 @@ class Command(BaseCommand):
         bar = tqdm(total=len(pairs), unit="pair", disable=not sys.stderr.isatty())
         figures = evaluate_grounding(pairs, services.grounder, progress=lambda done, total: bar.update(1))
         bar.close()
-        verifier: dict[str, Any] = figures["support_verifier"]  # type: ignore[assignment]
+        verifier = figures["support_verifier"]
         self.stdout.write(f"{options['dataset'].name} ({options['split']}): pairs {figures['pairs']}")
         self.stdout.write(
             f"support verifier (cross-encoder ≥ {verifier['threshold']} + number/negation checks): "
@@ -95,7 +95,7 @@ class Command(BaseCommand):
         self.stdout.write(f"  share judged supported, by label: {verifier['supported_rate_by_label']}")
         for title, key in (("cross-encoder score", "score_sweep"), ("embedding cosine", "similarity_sweep")):
             self.stdout.write(f"{title} alone as the test: threshold → precision / recall of SUPPORT")
-            for row in figures[key]:  # type: ignore[attr-defined]
+            for row in figures[key]:
                 self.stdout.write(f"  {row['threshold']:>6} → {row['precision']:.3f} / {row['recall']:.3f}")
         if options["json"]:
             options["json"].write_text(json.dumps(figures, indent=2))

@@ -40,6 +40,7 @@ class Command(BaseCommand):
         parser.add_argument("--limit", type=int, default=None, help="Only the first N documents (queries)")
         parser.add_argument("--source", default="bench-scifact", help="retrieval: the indexed collection to copy")
         parser.add_argument("--copies", type=int, default=8, help="retrieval: copies of the source collection")
+        parser.add_argument("--rebuild", action="store_true", help="retrieval: copy again even if the copy exists")
         parser.add_argument("--strategy", default=settings.CHUNK_STRATEGY)
         parser.add_argument("--json", type=Path, default=None, help="Also write the figures here as JSON")
 
@@ -66,8 +67,11 @@ class Command(BaseCommand):
             ) from None
         queries = [q.text for q in read_queries(dataset, "test")][: options["limit"] or 100]
         started = time.perf_counter()
-        target = replicate_collection(source, copies=options["copies"], name=f"{source.name}-x{options['copies']}")
-        self.stderr.write(f"{target.name}: {target.chunk_count} chunks, built in {time.perf_counter() - started:.0f} s")
+        name = f"{source.name}-x{options['copies']}"
+        target = Collection.objects.filter(name=name, chunk_count=source.chunk_count * options["copies"]).first()
+        if target is None or options["rebuild"]:
+            target = replicate_collection(source, copies=options["copies"], name=name)
+            self.stderr.write(f"{name}: {target.chunk_count} chunks, built in {time.perf_counter() - started:.0f} s")
         config = default_config()
         stages = time_retrieval(
             target, queries, config=config, embedder=default_embedder(), reranker=default_reranker()

@@ -157,19 +157,15 @@ class Chunk(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["version", "ordinal"], name="unique_chunk_ordinal")]
         indexes = [
-            HnswIndex(
-                name="chunk_embedding_hnsw",
-                fields=["embedding"],
-                m=16,
-                ef_construction=64,
-                opclasses=["vector_cosine_ops"],
-            ),
-            HnswIndex(
-                name="chunk_secondary_embedding_hnsw",
-                fields=["secondary_embedding"],
-                m=16,
-                ef_construction=64,
-                opclasses=["vector_cosine_ops"],
+            *(
+                HnswIndex(
+                    name=f"chunk_{field}_hnsw",
+                    fields=[field],
+                    m=16,
+                    ef_construction=64,
+                    opclasses=["vector_cosine_ops"],
+                )
+                for field in ("embedding", "secondary_embedding")
             ),
             GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
             GinIndex(fields=["text"], opclasses=["gin_trgm_ops"], name="chunk_text_trgm"),

@@ -70,6 +70,15 @@ _TERM_SCORE = """{idf} * {tf} * (%(k1)s + 1)
     / ({tf} + %(k1)s * (1 - %(b)s + %(b)s * {length} / %(avgdl)s))"""
 _WEIGHTED = "SELECT * FROM unnest(%(lexemes)s::text[], %(idfs)s::float8[]) AS w(lexeme, idf)"
 
+# The k best scored chunks that the scope lets through.
+_BEST_IN_SCOPE = f"""
+SELECT c.id, s.score
+FROM scored s JOIN {FROM_CHUNKS} ON c.id = s.chunk_id
+WHERE {{where}}
+ORDER BY s.score DESC, c.id
+LIMIT %(k)s
+"""
+
 # Exact: every posting of every query term. The fallback, and the reference the fast path is tested against.
 _BM25_EXACT_SQL = f"""
 WITH weighted AS ({_WEIGHTED}), scored AS (
@@ -78,12 +87,7 @@ WITH weighted AS ({_WEIGHTED}), scored AS (
     WHERE p.collection_id = %(scope_collection)s
     GROUP BY p.chunk_id
 )
-SELECT c.id, s.score
-FROM scored s JOIN {FROM_CHUNKS} ON c.id = s.chunk_id
-WHERE {{where}}
-ORDER BY s.score DESC, c.id
-LIMIT %(k)s
-"""
+{_BEST_IN_SCOPE}"""
 
 # Fast: read each term's postings best-first (by impact) and only the first %(per_term)s of them; the
 # chunks they rank highest are rescored exactly with every query term, then checked against the scope.
@@ -107,12 +111,7 @@ WITH weighted AS ({_WEIGHTED}), front AS (
             ON p.collection_id = %(scope_collection)s AND p.lexeme = w.lexeme AND p.chunk_id = f.chunk_id
     GROUP BY f.chunk_id
 )
-SELECT c.id, s.score
-FROM scored s JOIN {FROM_CHUNKS} ON c.id = s.chunk_id
-WHERE {{where}}
-ORDER BY s.score DESC, c.id
-LIMIT %(k)s
-"""
+{_BEST_IN_SCOPE}"""
 POSTINGS_PER_TERM = 1000
 RESCORED_PER_RESULT = 10
 

@@ -104,6 +104,15 @@ def best_row(rows: list[Row]) -> Row:
     return max(rows, key=lambda r: (round(r.answered - r.wrongly_answered, 9), r.threshold))
 
 
+def most_answered_within(rows: list[Row], max_wrongly_answered: float) -> Row:
+    """The threshold that answers the most answerable questions while answering at most this share of the
+    unanswerable ones (the strictest threshold when none does)."""
+    allowed = [r for r in rows if r.wrongly_answered <= max_wrongly_answered]
+    if not allowed:
+        return max(rows, key=lambda r: r.threshold)
+    return max(allowed, key=lambda r: (r.answered, -r.wrongly_answered, r.threshold))
+
+
 def calibrate(
     questions: list[LabelledQuestion],
     collection: Collection,

@@ -58,7 +58,7 @@ def labelled_set(path: Path) -> Path:
 def test_calibrate_prints_the_tradeoff_and_stores_the_threshold(helpcentre, tmp_path: Path):
     dataset = labelled_set(tmp_path / "set.jsonl")
     dry = run("calibrate", "--dataset", str(dataset), "--dry-run")
-    assert "sentence_top: ROC AUC" in dry and "dense_top: ROC AUC" in dry and "← best" in dry
+    assert "sentence_top: ROC AUC" in dry and "dense_top: ROC AUC" in dry and "← chosen" in dry
     assert not AbstentionThreshold.objects.exists()
 
     stored = run("calibrate", "--dataset", str(dataset))
@@ -68,6 +68,8 @@ def test_calibrate_prints_the_tradeoff_and_stores_the_threshold(helpcentre, tmp_
     chat = Conversation.objects.create(collection=helpcentre)
     assert abstention_threshold(chat) == chosen.threshold
     assert "already calibrated" in run("calibrate", "--dataset", str(dataset), "--if-missing")
+    with pytest.raises(CommandError, match="--max-wrong must be a share between 0 and 1"):
+        run("calibrate", "--dataset", str(dataset), "--max-wrong", "5")
 
     (tmp_path / "broken.jsonl").write_text("{not json\n")
     with pytest.raises(CommandError, match=r"broken.jsonl:1"):

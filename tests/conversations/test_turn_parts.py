@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer
 
-from conversations.calibration import CalibrationError, best_row, read_calibration_set, roc_auc, tradeoff
+from conversations.calibration import (
+    CalibrationError,
+    best_row,
+    most_answered_within,
+    read_calibration_set,
+    roc_auc,
+    tradeoff,
+)
 from conversations.claims import ClaimText, missing_numbers, numbers_in, split_claims
 from conversations.context import Evidence, Trust, assemble_context, looks_like_instruction, render_evidence
 from conversations.generation import ScoredSentence, extractive_reply, passage_sentences
@@ -126,6 +133,8 @@ def test_calibration_maths():
     rows = tradeoff(scores)
     assert [(r.threshold, r.answered, r.wrongly_answered) for r in rows][-2:] == [(4.0, 0.5, 1 / 3), (5.0, 0.5, 0.0)]
     assert best_row(rows).threshold == 3.0  # answers both answerable ones, one unanswerable of three
+    assert most_answered_within(rows, 0.0).threshold == 5.0  # no unanswerable one answered: half the answerable
+    assert most_answered_within(rows, 0.4).threshold == 3.0
 
 
 def test_the_calibration_set_is_checked_line_by_line(tmp_path: Path):

@@ -11,6 +11,7 @@ from conversations.calibration import (
     CalibrationError,
     best_row,
     calibrate,
+    most_answered_within,
     read_calibration_set,
     roc_auc,
     tradeoff,
@@ -34,8 +35,18 @@ class Command(BaseCommand):
         parser.add_argument("--collection", default="helpcentre")
         parser.add_argument("--dry-run", action="store_true", help="Print the tables, store nothing")
         parser.add_argument("--if-missing", action="store_true", help="Do nothing if a threshold is stored already")
+        parser.add_argument(
+            "--max-wrong",
+            type=float,
+            default=None,
+            metavar="SHARE",
+            help="Answer as many answerable questions as possible while wrongly answering at most this share "
+            "(0–1) of the unanswerable ones (default: the best answered − wrongly answered)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["max_wrong"] is not None and not 0 <= options["max_wrong"] <= 1:
+            raise CommandError("--max-wrong must be a share between 0 and 1, e.g. 0.1.")
         try:
             questions = read_calibration_set(options["dataset"])
             collection = Collection.objects.get(name=options["collection"])
@@ -57,12 +68,14 @@ class Command(BaseCommand):
         chosen = {}
         for signal in SIGNALS:
             rows = tradeoff(pairs[signal])
-            best = chosen[signal] = best_row(rows)
+            best = chosen[signal] = (
+                best_row(rows) if options["max_wrong"] is None else most_answered_within(rows, options["max_wrong"])
+            )
             self.stdout.write(f"\n{signal}: ROC AUC {roc_auc(pairs[signal]):.3f}")
             self.stdout.write(f"  {'threshold':>10} {'answered':>9} {'wrongly answered':>17}")
             step = max(1, len(rows) // 15)
             for row in rows[::step] + ([best] if best not in rows[::step] else []):
-                mark = "  ← best" if row == best else ""
+                mark = "  ← chosen" if row == best else ""
                 self.stdout.write(f"  {row.threshold:>10.3f} {row.answered:>9.0%} {row.wrongly_answered:>17.0%}{mark}")
         used = SIGNALS[0]
         best = chosen[used]

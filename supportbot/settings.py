@@ -66,7 +66,10 @@ ASGI_APPLICATION = "supportbot.asgi.application"
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 # The local cluster started by `make db` / `make run`; any Postgres with pgvector works.
-DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:54329/supportbot"
+# SUPPORTBOT_PGPORT is the Makefile's variable, exported, so `make run SUPPORTBOT_PGPORT=…` reaches here too.
+DEFAULT_DATABASE_URL = (
+    f"postgres://postgres@127.0.0.1:{env_int('SUPPORTBOT_PGPORT', 54329, minimum=1, maximum=65535)}/supportbot"
+)
 _database_url = env_str("DATABASE_URL", DEFAULT_DATABASE_URL)
 if not _database_url.startswith(("postgres://", "postgresql://")):
     raise ImproperlyConfigured(

@@ -41,3 +41,17 @@ def test_the_settings_module_refuses_a_non_postgres_database(monkeypatch):
     )
     assert result.returncode != 0
     assert "DATABASE_URL must be a postgres:// URL" in result.stderr
+
+
+def test_the_local_cluster_port_reaches_the_default_database_url():
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-c", "import supportbot.settings as s; print(s.DATABASES['default']['PORT'])"],
+        env={"SUPPORTBOT_PGPORT": "54400", "PATH": "/usr/bin"},
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "54400"

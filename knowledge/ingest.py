@@ -366,6 +366,7 @@ def ingest(
     """Bring a collection in line with its sources. Failures are reported per file; the rest still ingest."""
     started = time.perf_counter()
     calls_before, texts_before, tokens_before = embedder.calls, embedder.texts_embedded, embedder.tokens_embedded
+    secondary_before = secondary.texts_embedded if secondary is not None else 0
     report = IngestReport()
     collection = get_or_create_collection(collection_name, embedder, secondary=secondary)
     docs, slugs, all_slugs_known = _check_batch(collection, items, report)
@@ -415,7 +416,8 @@ def ingest(
     if report.new or report.changed or report.retired or stale:
         refresh_term_statistics(collection)
     if secondary is not None:
-        report.secondary_embedded = embed_secondary(collection, secondary)
+        embed_secondary(collection, secondary)
+        report.secondary_embedded = secondary.texts_embedded - secondary_before
     collection.last_synced_at = timezone.now()
     collection.save(update_fields=["last_synced_at"])
 

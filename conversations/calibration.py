@@ -13,6 +13,7 @@ from knowledge.models import Collection
 from knowledge.scope import VISIBLE_AUDIENCES
 from supportbot.stopwatch import Stopwatch
 
+SAMPLE_SET = Path(__file__).resolve().parent / "sample" / "calibration.jsonl"
 # What the turn abstains on, and the alternative measured beside it.
 SIGNALS = ("sentence_top", "dense_top")
 

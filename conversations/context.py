@@ -50,6 +50,7 @@ class Passage:
     text: str
     tokens: int
     article: str = ""
+    title: str = ""
     version: str = ""
     effective_date: str = ""
     heading_path: str = ""
@@ -128,6 +129,7 @@ def assemble_context(
                 item.text,
                 tokens,
                 article=item.article,
+                title=item.title,
                 version=item.version,
                 effective_date=item.effective_date,
                 heading_path=item.heading_path,

@@ -54,5 +54,6 @@ _CLAUSE_END = re.compile(r"(?<=[.!?;])\s+")
 def question_focus(message: str) -> str:
     """The question inside a chatty message ("Hi, I'm … I paid by card; how long until …?"): its clauses that
     end in a question mark. Greetings and background otherwise drown the question for the cross-encoder."""
-    questions = [clause for clause in _CLAUSE_END.split(message) if clause.rstrip().endswith("?")]
-    return " ".join(questions) if questions and len(questions) < len(_CLAUSE_END.split(message)) else message
+    clauses = _CLAUSE_END.split(message)
+    questions = [clause for clause in clauses if clause.rstrip().endswith("?")]
+    return " ".join(questions) if questions and len(questions) < len(clauses) else message

@@ -318,7 +318,7 @@ def _run(
         watch=watch,
     )
     outcome.hits, outcome.context, scored = found.hits, found.context, found.scored
-    context = found.context
+    context = found.context  # the narrowed type: outcome.context may be None before this point
     outcome.evidence_score = found.evidence_score
     threshold = abstention_threshold(conversation)
     if outcome.evidence_score is None or outcome.evidence_score < threshold:
@@ -377,12 +377,7 @@ def _citations(outcome: _Outcome) -> list[Citation]:
         return []
     numbers = sorted({n for v in outcome.verdicts for n in v.citations})
     found = [(n, outcome.context.passage(n)) for n in numbers]
-    titles = {e.chunk_id: e.title for e in evidence_of(outcome.hits)}
-    return [
-        Citation(n, p.article, titles.get(p.chunk_id or 0, p.article), p.heading_path, p.version)
-        for n, p in found
-        if p is not None
-    ]
+    return [Citation(n, p.article, p.title, p.heading_path, p.version) for n, p in found if p is not None]
 
 
 @transaction.atomic

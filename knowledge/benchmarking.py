@@ -11,7 +11,7 @@ from knowledge import metrics
 from knowledge.embeddings import Embedder
 from knowledge.ingest import refresh_term_statistics
 from knowledge.models import Collection
-from knowledge.rerank import CrossEncoder
+from knowledge.rerank import CrossEncoder, rerank_passage
 from knowledge.retrieval import RetrievalConfig, search
 from supportbot.stopwatch import Stopwatch
 
@@ -70,10 +70,6 @@ def replicate_collection(source: Collection, *, copies: int, name: str) -> Colle
     return target
 
 
-def _percentiles(values: list[float]) -> dict[str, float]:
-    return {"p50_ms": round(metrics.percentile(values, 50), 1), "p95_ms": round(metrics.percentile(values, 95), 1)}
-
-
 def time_retrieval(
     collection: Collection,
     queries: list[str],
@@ -102,7 +98,7 @@ def time_retrieval(
         )
         total = (time.perf_counter() - started) * 1000
         rerank_started = time.perf_counter()
-        reranker.score(query, [f"{h.heading_path}\n\n{h.chunk.text}" for h in hits])
+        reranker.score(query, [rerank_passage(h.heading_path, h.chunk.text) for h in hits])
         rerank_ms = (time.perf_counter() - rerank_started) * 1000
         if index < warm_up:
             continue
@@ -110,4 +106,4 @@ def time_retrieval(
             laps.setdefault(name, []).append(ms)
         laps.setdefault("retrieval_total", []).append(total)
         laps.setdefault(f"rerank_{config.rerank_candidates}", []).append(rerank_ms)
-    return {name: _percentiles(values) for name, values in laps.items()}
+    return {name: metrics.latency_summary(values) for name, values in laps.items()}

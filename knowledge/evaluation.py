@@ -51,8 +51,7 @@ class StageFigures:
         out = {"ndcg@10": mean(self.ndcg), "mrr@10": mean(self.mrr)}
         out.update({f"recall@{k}": mean(v) for k, v in self.recall.items()})
         if self.latency_ms:
-            out["p50_ms"] = round(metrics.percentile(self.latency_ms, 50), 1)
-            out["p95_ms"] = round(metrics.percentile(self.latency_ms, 95), 1)
+            out.update(metrics.latency_summary(self.latency_ms))
         return out
 
 

@@ -261,20 +261,16 @@ def write_document(collection: Collection, prepared: PreparedDocument, chunking_
 
 
 def refresh_term_statistics(collection: Collection) -> None:
-    """Recompute BM25's corpus statistics for a collection: document frequency per term, chunk count and
-    mean chunk length. Over every chunk of the collection, whatever its audience or version, so a term's
-    weight does not depend on who asks."""
-    chunks_of_collection = (
-        "SELECT c.search_vector FROM knowledge_chunk c "
-        "JOIN knowledge_articleversion v ON v.id = c.version_id "
-        f"JOIN knowledge_article a ON a.id = v.article_id WHERE a.collection_id = {int(collection.pk)}"
-    )
+    """Recompute BM25's corpus statistics for a collection: document frequency per term (its postings),
+    chunk count and mean chunk length. Over every chunk of the collection, whatever its audience or
+    version, so a term's weight does not depend on who asks."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("DELETE FROM knowledge_termstatistic WHERE collection_id = %s", [collection.pk])
         cursor.execute(
             "INSERT INTO knowledge_termstatistic (collection_id, lexeme, document_frequency) "
-            "SELECT %s, word, ndoc FROM ts_stat(%s)",
-            [collection.pk, chunks_of_collection],
+            "SELECT collection_id, lexeme, count(*) FROM knowledge_posting WHERE collection_id = %s "
+            "GROUP BY collection_id, lexeme",
+            [collection.pk],
         )
         cursor.execute(
             "SELECT count(*), coalesce(avg(c.sparse_length), 0) FROM knowledge_chunk c "

@@ -37,3 +37,8 @@ def percentile(values: Sequence[float], q: float) -> float:
     position = (len(ordered) - 1) * q / 100
     low, high = math.floor(position), math.ceil(position)
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def latency_summary(values_ms: Sequence[float]) -> dict[str, float]:
+    """p50 and p95 in milliseconds, rounded as every benchmark prints them."""
+    return {"p50_ms": round(percentile(values_ms, 50), 1), "p95_ms": round(percentile(values_ms, 95), 1)}

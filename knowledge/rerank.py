@@ -34,6 +34,11 @@ def resolve_reranker_dir(model: str) -> Path:
     )
 
 
+def rerank_passage(heading_path: str, text: str) -> str:
+    """What the cross-encoder reads for a chunk: where it sits, then its text."""
+    return f"{heading_path}\n\n{text}"
+
+
 @dataclass
 class CrossEncoder:
     model_dir: Path

@@ -17,7 +17,7 @@ from knowledge.fusion import Fused, FusionMethod, blend_rerank, fuse
 from knowledge.fuzzy import expand_with_corrections, find_typos, fuzzy_search
 from knowledge.models import Chunk, Collection, GlossaryEntry
 from knowledge.query import QueryError, expand_identifiers, expand_with_glossary, normalise_query
-from knowledge.rerank import default_reranker
+from knowledge.rerank import default_reranker, rerank_passage
 from knowledge.scope import FROM_CHUNKS, Scope, VersionPolicy
 from knowledge.sparse import BM25Parameters, CorpusStatistics, StageHit, bm25_search
 from supportbot.stopwatch import Stopwatch
@@ -127,7 +127,7 @@ def rerank(query: str, fused: list[Fused], *, candidates: int, blend: float) -> 
     Returns the new list and the reranker's own ranking of the shortlist (for explanations)."""
     shortlist = fused[:candidates]
     passages = {
-        chunk_id: f"{path}\n\n{text}"
+        chunk_id: rerank_passage(path, text)
         for chunk_id, path, text in Chunk.objects.filter(pk__in=[f.chunk_id for f in shortlist]).values_list(
             "id", "heading_path", "text"
         )

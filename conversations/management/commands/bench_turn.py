@@ -4,8 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from conversations.calibration import CalibrationError, read_calibration_set
-from conversations.management.commands.calibrate import DEFAULT_SET
+from conversations.calibration import SAMPLE_SET, CalibrationError, read_calibration_set
 from conversations.models import Conversation
 from conversations.turns import answer_turn, default_services
 from knowledge import metrics
@@ -21,7 +20,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--dataset", type=Path, default=DEFAULT_SET)
+        parser.add_argument("--dataset", type=Path, default=SAMPLE_SET)
         parser.add_argument("--collection", default="helpcentre")
         parser.add_argument("--limit", type=int, default=60)
         parser.add_argument("--json", type=Path, default=None)
@@ -47,10 +46,7 @@ class Command(BaseCommand):
             decisions[result.decision] = decisions.get(result.decision, 0) + 1
             for name, ms in result.latency_ms.items():
                 laps.setdefault(name, []).append(ms)
-        figures = {
-            name: {"p50_ms": round(metrics.percentile(v, 50), 1), "p95_ms": round(metrics.percentile(v, 95), 1)}
-            for name, v in laps.items()
-        }
+        figures = {name: metrics.latency_summary(values) for name, values in laps.items()}
         self.stdout.write(f"{len(questions)} turns on {collection.name}: {decisions}")
         for name, values in figures.items():
             self.stdout.write(f"{name:>24}: p50 {values['p50_ms']:>8.1f} ms   p95 {values['p95_ms']:>8.1f} ms")

@@ -2,11 +2,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from conversations.calibration import (
+    SAMPLE_SET,
     SIGNALS,
     CalibrationError,
     best_row,
@@ -20,8 +20,6 @@ from conversations.models import AbstentionThreshold
 from conversations.turns import default_services
 from knowledge.models import Collection
 
-DEFAULT_SET = Path(settings.BASE_DIR) / "conversations" / "sample" / "calibration.jsonl"
-
 
 class Command(BaseCommand):
     help = (
@@ -31,7 +29,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--dataset", type=Path, default=DEFAULT_SET, help="JSON lines (default: the sample set)")
+        parser.add_argument("--dataset", type=Path, default=SAMPLE_SET, help="JSON lines (default: the sample set)")
         parser.add_argument("--collection", default="helpcentre")
         parser.add_argument("--dry-run", action="store_true", help="Print the tables, store nothing")
         parser.add_argument("--if-missing", action="store_true", help="Do nothing if a threshold is stored already")

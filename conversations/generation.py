@@ -16,7 +16,7 @@ from knowledge.chunking import split_sentences
 from knowledge.rerank import CrossEncoder
 
 ABSTAIN_REPLY = (
-    "I'm sorry, I couldn't find that in our help centre, so I don't want to guess. "
+    "I'm sorry, I don't have that information in our help centre, so I don't want to guess. "
     "Would you like me to pass your question to a member of our team?"
 )
 REFER_REPLY = (

@@ -30,6 +30,8 @@ class SystemPolicy(models.Model):
 class ConversationStatus(models.TextChoices):
     OPEN = "open", "Open"
     REFERRED = "referred", "Waiting for a person"
+    # A staff member took the conversation over: the assistant stays silent until it is resolved.
+    HUMAN = "human", "With a person"
     CLOSED = "closed", "Closed"
 
 
@@ -43,6 +45,7 @@ class Conversation(models.Model):
 
     class Meta:
         ordering = ["-updated_at"]
+        permissions = [("view_personal_data", "Can see customers' words unmasked")]
 
     def __str__(self) -> str:
         return f"conversation {self.public_id}"
@@ -60,10 +63,22 @@ class Message(models.Model):
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
     role = models.CharField(max_length=10, choices=Role.choices)
     text = models.TextField()
+    # The chat client's id for a customer message: a resend after a reconnect finds the stored one.
+    client_id = models.CharField(max_length=64, blank=True, default="")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    # Set by the worker that answers this customer message, so two processes never answer it twice.
+    answer_started_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["conversation", "created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "client_id"],
+                condition=~models.Q(client_id=""),
+                name="unique_client_message",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.role}: {self.text[:60]}"
@@ -91,6 +106,7 @@ class Turn(models.Model):
     draft = models.TextField(blank=True)
     reply = models.TextField(blank=True)
     decision = models.CharField(max_length=10, choices=Decision.choices, blank=True)
+    citations = models.JSONField(default=list, help_text="The passages the shipped reply cites, numbered.")
     evidence_score = models.FloatField(null=True, blank=True)
     latency_ms = models.JSONField(default=dict)
     notes = models.JSONField(default=list, help_text="What went wrong on the way (provider failures, fallbacks).")
@@ -139,6 +155,7 @@ class Referral(models.Model):
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="referrals")
     reason = models.TextField()
     status = models.CharField(max_length=10, choices=ReferralStatus.choices, default=ReferralStatus.OPEN)
+    assignee = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
 
@@ -147,6 +164,31 @@ class Referral(models.Model):
 
     def __str__(self) -> str:
         return f"referral {self.pk} ({self.status})"
+
+
+class StaffActionKind(models.TextChoices):
+    REPLY = "reply", "Sent a reply"
+    TAKE_OVER = "take_over", "Took the conversation over"
+    RESOLVE = "resolve", "Resolved"
+
+
+class StaffAction(models.Model):
+    """Who did what to a referred conversation, and when: the hand-off queue's audit trail."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="staff_actions")
+    referral = models.ForeignKey(Referral, null=True, blank=True, on_delete=models.SET_NULL, related_name="actions")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    # Kept when the account is deleted, so the trail still names who acted.
+    username = models.CharField(max_length=150)
+    kind = models.CharField(max_length=10, choices=StaffActionKind.choices)
+    message = models.ForeignKey(Message, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["conversation", "created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.username} {self.get_kind_display().lower()} at {self.created_at:%Y-%m-%d %H:%M}"
 
 
 class AbstentionThreshold(models.Model):

@@ -200,3 +200,29 @@ GROUNDING_SUPPORT_THRESHOLD = env_float("GROUNDING_SUPPORT_THRESHOLD", 3.0, mini
 # empty (the default: none ships on PyPI) uses the support verifier instead.
 NLI_MODEL = env_str("NLI_MODEL", "").strip()
 NLI_THRESHOLD = env_float("NLI_THRESHOLD", 0.5, minimum=0.0, maximum=1.0)
+
+# --- Chat -----------------------------------------------------------------------------------
+# The collection the customer widget and the public help pages serve.
+CHAT_COLLECTION = env_str("CHAT_COLLECTION", "helpcentre")
+# A websocket frame larger than this is refused (a message itself is limited to 2,000 characters).
+CHAT_MAX_FRAME_BYTES = env_int("CHAT_MAX_FRAME_BYTES", 16_384, minimum=1_024, maximum=1_048_576)
+# Per connection: customer messages may come in a burst of CHAT_MESSAGE_BURST, then one every
+# 1/CHAT_MESSAGES_PER_S seconds; any frame (typing included) in a burst of CHAT_FRAME_BURST.
+CHAT_MESSAGE_BURST = env_int("CHAT_MESSAGE_BURST", 5, minimum=1, maximum=1000)
+CHAT_MESSAGES_PER_S = env_float("CHAT_MESSAGES_PER_S", 0.5, minimum=0.01, maximum=100.0)
+CHAT_FRAME_BURST = env_int("CHAT_FRAME_BURST", 30, minimum=1, maximum=10_000)
+CHAT_FRAMES_PER_S = env_float("CHAT_FRAMES_PER_S", 5.0, minimum=0.1, maximum=1000.0)
+# How long a chat can be resumed from the token the widget keeps.
+CHAT_SESSION_MAX_AGE_S = env_int("CHAT_SESSION_MAX_AGE_S", 7 * 24 * 3600, minimum=60)
+# Turns run in this many worker threads per server process (the models are CPU-bound).
+CHAT_TURN_WORKERS = env_int("CHAT_TURN_WORKERS", 2, minimum=1, maximum=64)
+# A customer message whose answer started this long ago without finishing is answered again on resume.
+CHAT_STALE_TURN_S = env_int("CHAT_STALE_TURN_S", 300, minimum=10)
+# Redis lets several server processes share conversations; without it the channel layer is in-memory.
+REDIS_URL = env_str("REDIS_URL", "").strip()
+if REDIS_URL and not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
+    raise ImproperlyConfigured(f"REDIS_URL must be a redis://, rediss:// or unix:// URL, got {REDIS_URL!r}.")
+if REDIS_URL:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}}
+LOGIN_URL = "staff-login"
+LOGIN_REDIRECT_URL = "staff-queue"

@@ -1,0 +1,160 @@
+"""The chat's websocket protocol: what a frame may say, checked before anything acts on it.
+
+Every frame is one JSON object with a "type". The customer's side (``/ws/chat/``):
+
+client → server
+  {"type": "hello", "token": str | null, "after": int}
+      First frame of every connection. ``token`` is the one a previous ``welcome`` gave (null for a new
+      chat); ``after`` is the highest ``seq`` the client has shown (0 for none): the server replays what
+      came later.
+  {"type": "message", "id": str, "text": str}
+      A customer message. ``id`` is made by the client (1–64 of A–Z a–z 0–9 _ -) and reused on resend: a
+      resent id is acknowledged again and answered once.
+  {"type": "typing"}
+      The customer is typing (shown to staff).
+  {"type": "handoff"}
+      The customer asks for a person: the conversation joins the staff queue.
+
+server → client
+  {"type": "welcome", "conversation": uuid, "token": str, "status": str, "messages": [message…]}
+  {"type": "ack", "id": str, "seq": int}                 the message is stored
+  {"type": "token", "id": str, "text": str}              part of the reply to message ``id``, as generated
+  {"type": "reset", "id": str}                           drop the streamed text; generation restarted
+  {"type": "reply", "id": str, "seq": int, "text": str, "decision": "answered"|"abstained"|"referred",
+   "citations": [{"number": int, "title": str, "heading_path": str, "version": str, "url": str}…]}
+  {"type": "message", "seq": int, "role": "staff"|"customer"|"assistant", "text": str, "author": str}
+      a message from someone else: a staff member, or this customer in another tab
+  {"type": "typing", "role": "staff"}
+  {"type": "status", "status": "open"|"referred"|"human"|"closed"}
+  {"type": "error", "code": str, "message": str, "id": str (when the error concerns one message)}
+
+A message in ``welcome.messages`` has the shape of a ``message`` frame; an assistant's reply in it also
+carries ``decision``, ``citations`` and ``id`` (the question's id), like a ``reply`` frame. Statuses:
+``open`` the assistant answers; ``referred`` a person has been asked to follow up (the assistant still
+answers); ``human`` a person has taken over (the assistant is silent); ``closed``.
+
+A bad frame gets an ``error`` and the connection stays open.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from conversations.turns import TurnError, validate_message
+
+CLIENT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+class FrameError(Exception):
+    """A frame the server will not act on; ``code`` is machine-readable, the text is for people."""
+
+    def __init__(self, code: str, message: str, message_id: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message_id = message_id
+
+    def as_frame(self) -> dict[str, Any]:
+        frame = {"type": "error", "code": self.code, "message": str(self)}
+        if self.message_id:
+            frame["id"] = self.message_id
+        return frame
+
+
+@dataclass(frozen=True)
+class Hello:
+    token: str | None
+    after: int
+
+
+@dataclass(frozen=True)
+class CustomerMessage:
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Typing:
+    pass
+
+
+@dataclass(frozen=True)
+class Handoff:
+    pass
+
+
+Frame = Hello | CustomerMessage | Typing | Handoff
+
+
+def parse_frame(text: str | None, *, max_bytes: int, binary: bool = False) -> Frame:
+    """Turn one websocket frame into a typed request, or raise FrameError saying what is wrong with it."""
+    if binary or text is None:
+        raise FrameError("not_text", "Frames must be JSON text; binary frames are not accepted.")
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise FrameError("invalid_text", "The frame is not valid UTF-8 text.") from None
+    if size > max_bytes:
+        raise FrameError("too_large", f"The frame is {size} bytes; the limit is {max_bytes}.")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FrameError("bad_json", f"The frame is not valid JSON ({exc.msg} at character {exc.pos}).") from None
+    if not isinstance(data, dict):
+        raise FrameError("bad_frame", "A frame must be a JSON object with a \"type\".")
+    kind = data.get("type")
+    if kind == "hello":
+        return _hello(data)
+    if kind == "message":
+        return _message(data)
+    if kind == "typing":
+        return Typing()
+    if kind == "handoff":
+        return Handoff()
+    raise FrameError("unknown_type", f"Unknown frame type {kind!r}; expected hello, message, typing or handoff.")
+
+
+def _hello(data: dict[str, Any]) -> Hello:
+    token, after = data.get("token"), data.get("after", 0)
+    if token is not None and (not isinstance(token, str) or len(token) > 500):
+        raise FrameError("bad_frame", "hello.token must be the token a welcome gave, or null.")
+    if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+        raise FrameError("bad_frame", "hello.after must be a whole number ≥ 0 (the last seq shown).")
+    return Hello(token or None, after)
+
+
+def _message(data: dict[str, Any]) -> CustomerMessage:
+    message_id = data.get("id")
+    if not isinstance(message_id, str) or not CLIENT_ID.fullmatch(message_id):
+        raise FrameError("bad_frame", "message.id must be 1–64 characters of letters, digits, '_' or '-'.")
+    try:
+        text = validate_message(data.get("text"))
+    except TurnError as exc:
+        code = "too_long" if "limit" in str(exc) else "bad_message"
+        raise FrameError(code, str(exc), message_id) from None
+    return CustomerMessage(message_id, text)
+
+
+class TokenBucket:
+    """A rate limit that allows bursts: ``capacity`` frames at once, refilled at ``per_second``."""
+
+    def __init__(self, capacity: float, per_second: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.capacity, self.per_second, self.clock = capacity, per_second, clock
+        self.tokens, self.updated = capacity, clock()
+
+    def take(self) -> bool:
+        now = self.clock()
+        self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.per_second)
+        self.updated = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+    def wait_s(self) -> float:
+        """Seconds until one frame is allowed again."""
+        return max(0.0, (1 - self.tokens) / self.per_second) if self.per_second else float("inf")

@@ -1,12 +1,98 @@
-"""Staff screens: the system policy (versioned), and every conversation with what each turn decided and why."""
+"""Staff screens: the system policy (versioned), and every conversation with what each turn decided and why.
 
+Customers' words (and staff replies, which may echo them) are shown masked to staff without the
+conversations.view_personal_data permission."""
+
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import Max, QuerySet
-from django.http import HttpRequest
+from django.contrib.admin.options import BaseModelAdmin
+from django.contrib.admin.utils import flatten_fieldsets
+from django.db.models import Max, Model, QuerySet, Value
+from django.http import HttpRequest, HttpResponse
+from django.template.defaultfilters import linebreaksbr
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 
-from conversations.models import Claim, Conversation, Message, Referral, SystemPolicy, Turn
+from conversations.models import (
+    Claim,
+    Conversation,
+    Message,
+    Referral,
+    Role,
+    StaffAction,
+    SystemPolicy,
+    Turn,
+    Verdict,
+)
+from conversations.pii import PERSONAL_DATA_PERMISSION, mask_pii
+
+
+def sees_personal_data(request: HttpRequest) -> bool:
+    return request.user.has_perm(PERSONAL_DATA_PERMISSION)
+
+
+def words(message: Message, *, row: Model) -> str:
+    """A message's text as the viewer of `row` may see it. Assistant replies are built from masked input,
+    so they are shown as stored; customer and staff messages are masked unless the row says otherwise."""
+    # A row fetched outside ShowsPersonalData.get_queryset has no flag and is masked.
+    if message.role == Role.ASSISTANT or getattr(row, "unmasked", False) is True:
+        return message.text
+    return mask_pii(message.text).text
+
+
+def admin_link(obj: Model) -> SafeString:
+    url = reverse(f"admin:{obj._meta.app_label}_{obj._meta.model_name}_change", args=[obj.pk])
+    return format_html('<a href="{}">{}</a>', url, obj)
+
+
+def html_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> SafeString:
+    head = format_html_join("", "<th>{}</th>", ((header,) for header in headers))
+    body = format_html_join(
+        "", "<tr>{}</tr>", ((format_html_join("", "<td>{}</td>", ((cell,) for cell in row)),) for row in rows)
+    )
+    return format_html("<table><thead><tr>{}</tr></thead><tbody>{}</tbody></table>", head, body)
+
+
+def html_list(tag: str, items: Iterable[object]) -> SafeString:
+    return format_html("<{}>{}</{}>", tag, format_html_join("", "<li>{}</li>", ((item,) for item in items)), tag)
+
+
+class ShowsPersonalData(BaseModelAdmin):
+    """An admin (page or inline) whose rows show people's words.
+
+    Django calls display methods with the row alone, and one admin instance serves every request at once,
+    so the viewer's permission cannot be kept on the admin: it is annotated onto the rows fetched for the
+    request, and `words` reads it from there."""
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        return super().get_queryset(request).annotate(unmasked=Value(sees_personal_data(request)))
+
+
+class PersonalDataAdmin(ShowsPersonalData, admin.ModelAdmin):
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        # Read by templates/admin/conversations/change_form.html, so staff know the text is not verbatim.
+        context = {**(extra_context or {}), "personal_data_masked": not sees_personal_data(request)}
+        return super().change_view(request, object_id, form_url, context)
+
+
+class ReadOnly:
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class ReadOnlyInline(ReadOnly, admin.TabularInline):
+    # Django's tabular template prints each row's str() beside it, which for a message is its raw text.
+    template = "admin/conversations/readonly_tabular.html"
+    extra = 0
+    can_delete = False
 
 
 @admin.register(SystemPolicy)
@@ -31,65 +117,253 @@ class SystemPolicyAdmin(admin.ModelAdmin):
         return False
 
 
-class MessageInline(admin.TabularInline):
+class MessageInline(ShowsPersonalData, ReadOnlyInline):
     model = Message
-    fields = ("role", "text", "created_at")
-    readonly_fields = fields
-    extra = 0
-    can_delete = False
+    fields = readonly_fields = ("role", "shown_text", "author", "created_at")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Message]:
+        return super().get_queryset(request).select_related("author")
+
+    @admin.display(description="text")
+    def shown_text(self, obj: Message) -> str:
+        return words(obj, row=obj)
 
 
-class ReadOnly:
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+class TurnInline(ReadOnlyInline):
+    model = Turn
+    fields = readonly_fields = ("link", "decision", "evidence_score", "generator", "created_at")
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+    @admin.display(description="turn")
+    def link(self, obj: Turn) -> SafeString:
+        return admin_link(obj)
+
+
+class ReferralInline(ReadOnlyInline):
+    model = Referral
+    fields = readonly_fields = ("link", "status", "assignee", "reason", "created_at", "resolved_at")
+
+    @admin.display(description="referral")
+    def link(self, obj: Referral) -> SafeString:
+        return admin_link(obj)
+
+
+class ShowsStaffActions(ShowsPersonalData):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[StaffAction]:
+        return super().get_queryset(request).select_related("message")
+
+    @admin.display(description="message")
+    def message_text(self, obj: StaffAction) -> str | None:
+        return words(obj.message, row=obj) if obj.message else None
+
+
+class StaffActionInline(ShowsStaffActions, ReadOnlyInline):
+    model = StaffAction
+    fields = readonly_fields = ("created_at", "username", "kind", "referral", "message_text")
 
 
 @admin.register(Conversation)
-class ConversationAdmin(ReadOnly, admin.ModelAdmin):
+class ConversationAdmin(ReadOnly, PersonalDataAdmin):
     list_display = ("public_id", "collection", "audience", "status", "updated_at")
     list_filter = ("status", "audience", "collection")
-    inlines = [MessageInline]
+    fields = readonly_fields = ("public_id", "collection", "audience", "status", "created_at", "updated_at")
+    inlines = [MessageInline, TurnInline, ReferralInline, StaffActionInline]
+
+    def has_delete_permission(self, request: HttpRequest, obj: Conversation | None = None) -> bool:
+        # The deletion summary lists every message by str(), which is its raw text.
+        return sees_personal_data(request) and super().has_delete_permission(request, obj)
 
 
-class ClaimInline(admin.TabularInline):
+def _stage_cell(stage: dict[str, Any] | None) -> str:
+    return f"#{stage.get('rank')} ({stage.get('score')})" if stage else "–"
+
+
+def _passage_source(passage: dict[str, Any]) -> str:
+    if passage.get("source") != "article":
+        return str(passage.get("source", ""))
+    return (
+        f"[{passage.get('number')}] {passage.get('article')} version {passage.get('version')}"
+        f" › {passage.get('heading_path')}"
+    )
+
+
+class ClaimInline(ReadOnlyInline):
     model = Claim
-    fields = ("ordinal", "text", "citations", "verdict", "tier", "score", "reason")
-    readonly_fields = fields
-    extra = 0
-    can_delete = False
+    fields = readonly_fields = ("ordinal", "text", "citations", "verdict", "tier", "score", "reason")
 
 
 @admin.register(Turn)
-class TurnAdmin(ReadOnly, admin.ModelAdmin):
+class TurnAdmin(ReadOnly, PersonalDataAdmin):
     list_display = ("id", "conversation", "decision", "generator", "evidence_score", "created_at")
     list_filter = ("decision", "generator")
-    readonly_fields = (
-        "conversation",
-        "customer_message",
-        "rewritten_query",
-        "candidates",
-        "context",
-        "generator",
-        "draft",
-        "reply",
-        "decision",
-        "evidence_score",
-        "latency_ms",
-        "notes",
+    list_select_related = ("conversation",)
+    fieldsets = (
+        (
+            None,
+            {
+                "fields": (
+                    "conversation",
+                    "referral_link",
+                    "customer_words",
+                    "rewritten_query",
+                    "decision",
+                    "generator",
+                    "evidence_score",
+                    "created_at",
+                )
+            },
+        ),
+        ("Retrieval", {"fields": ("candidate_table", "context_passages")}),
+        ("Reply", {"fields": ("draft", "reply", "citation_list")}),
+        ("Diagnostics", {"fields": ("latency_table", "note_list")}),
     )
-    exclude = ("reply_message",)
+    readonly_fields = flatten_fieldsets(fieldsets)
     inlines = [ClaimInline]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Turn]:
+        return super().get_queryset(request).select_related("customer_message", "referral")
+
+    @admin.display(description="referral")
+    def referral_link(self, obj: Turn) -> SafeString | None:
+        referral = getattr(obj, "referral", None)
+        return admin_link(referral) if referral else None
+
+    @admin.display(description="customer message")
+    def customer_words(self, obj: Turn) -> str:
+        return words(obj.customer_message, row=obj)
+
+    @admin.display(description="retrieval candidates")
+    def candidate_table(self, obj: Turn) -> SafeString | None:
+        if not obj.candidates:
+            return None
+        # Stages that did not find a chunk leave no entry for it, so the columns are the union, in order.
+        stages = list(dict.fromkeys(name for c in obj.candidates for name in c.get("stages", {})))
+        return html_table(
+            ["rank", "article", "version", "heading path", "fused score", *stages],
+            (
+                [
+                    c.get("rank"),
+                    c.get("article"),
+                    c.get("version"),
+                    c.get("heading_path"),
+                    c.get("score"),
+                    *(_stage_cell(c.get("stages", {}).get(stage)) for stage in stages),
+                ]
+                for c in obj.candidates
+            ),
+        )
+
+    @admin.display(description="context given to the generator")
+    def context_passages(self, obj: Turn) -> SafeString | None:
+        if not obj.context:
+            return None
+        return html_list(
+            "ol",
+            (
+                format_html(
+                    "<strong>{}</strong> {}<br>{}", p.get("trust"), _passage_source(p), linebreaksbr(p.get("text", ""))
+                )
+                for p in obj.context
+            ),
+        )
+
+    @admin.display(description="citations")
+    def citation_list(self, obj: Turn) -> SafeString | None:
+        if not obj.citations:
+            return None
+        return html_list(
+            "ul",
+            (
+                format_html(
+                    "[{}] {} ({}, version {}) › {}",
+                    c.get("number"),
+                    c.get("title") or c.get("article"),
+                    c.get("article"),
+                    c.get("version"),
+                    c.get("heading_path"),
+                )
+                for c in obj.citations
+            ),
+        )
+
+    @admin.display(description="latency (ms)")
+    def latency_table(self, obj: Turn) -> SafeString | None:
+        if not obj.latency_ms:
+            return None
+        return html_table(["stage", "ms"], obj.latency_ms.items())
+
+    @admin.display(description="notes")
+    def note_list(self, obj: Turn) -> SafeString | None:
+        return html_list("ul", obj.notes) if obj.notes else None
 
 
 @admin.register(Referral)
-class ReferralAdmin(admin.ModelAdmin):
-    list_display = ("id", "conversation", "status", "created_at", "reason")
+class ReferralAdmin(PersonalDataAdmin):
+    list_display = ("id", "conversation", "status", "assignee", "created_at", "reason")
     list_filter = ("status",)
-    readonly_fields = ("turn", "conversation", "reason", "created_at")
-    fields = ("turn", "conversation", "reason", "status", "created_at", "resolved_at")
+    readonly_fields = (
+        "turn",
+        "conversation",
+        "assignee",
+        "reason",
+        "customer_question",
+        "draft",
+        "claim_summary",
+        "created_at",
+    )
+    fields = (
+        "conversation",
+        "turn",
+        "status",
+        "assignee",
+        "reason",
+        "customer_question",
+        "draft",
+        "claim_summary",
+        "created_at",
+        "resolved_at",
+    )
+    inlines = [StaffActionInline]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Referral]:
-        return super().get_queryset(request).select_related("conversation")
+        return super().get_queryset(request).select_related("conversation", "assignee", "turn__customer_message")
+
+    @admin.display(description="customer's question")
+    def customer_question(self, obj: Referral) -> str:
+        return words(obj.turn.customer_message, row=obj)
+
+    @admin.display(description="draft reply")
+    def draft(self, obj: Referral) -> str:
+        return obj.turn.draft
+
+    @admin.display(description="claims")
+    def claim_summary(self, obj: Referral) -> SafeString | None:
+        claims = list(obj.turn.claims.all())
+        if not claims:
+            return None
+        unsupported = sum(claim.verdict == Verdict.UNSUPPORTED for claim in claims)
+        return format_html(
+            "{} of {} claims unsupported{}",
+            unsupported,
+            len(claims),
+            html_list(
+                "ul",
+                (
+                    format_html("<strong>{}</strong> ({}): {}", claim.get_verdict_display(), claim.tier, claim.text)
+                    for claim in claims
+                ),
+            ),
+        )
+
+
+@admin.register(StaffAction)
+class StaffActionAdmin(ReadOnly, ShowsStaffActions, PersonalDataAdmin):
+    """The hand-off queue's audit trail: readable here, never written."""
+
+    list_display = ("created_at", "username", "kind", "conversation", "referral")
+    list_filter = ("kind",)
+    search_fields = ("username",)
+    list_select_related = ("conversation", "referral")
+    fields = readonly_fields = ("conversation", "referral", "user", "username", "kind", "message_text", "created_at")
+
+    def has_delete_permission(self, request: HttpRequest, obj: StaffAction | None = None) -> bool:
+        return False

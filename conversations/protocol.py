@@ -105,7 +105,7 @@ def parse_frame(text: str | None, *, max_bytes: int, binary: bool = False) -> Fr
     except json.JSONDecodeError as exc:
         raise FrameError("bad_json", f"The frame is not valid JSON ({exc.msg} at character {exc.pos}).") from None
     if not isinstance(data, dict):
-        raise FrameError("bad_frame", "A frame must be a JSON object with a \"type\".")
+        raise FrameError("bad_frame", 'A frame must be a JSON object with a "type".')
     kind = data.get("type")
     if kind == "hello":
         return _hello(data)
@@ -133,9 +133,13 @@ def _message(data: dict[str, Any]) -> CustomerMessage:
         raise FrameError("bad_frame", "message.id must be 1–64 characters of letters, digits, '_' or '-'.")
     try:
         text = validate_message(data.get("text"))
+        # JSON escapes can spell lone surrogates ("\ud800"), which no database or reader can take.
+        text.encode("utf-8")
     except TurnError as exc:
         code = "too_long" if "limit" in str(exc) else "bad_message"
         raise FrameError(code, str(exc), message_id) from None
+    except UnicodeEncodeError:
+        raise FrameError("invalid_text", "The message is not valid UTF-8 text.", message_id) from None
     return CustomerMessage(message_id, text)
 
 

@@ -9,11 +9,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import cache
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
 
 from conversations.claims import split_claims
 from conversations.context import Context, Evidence, assemble_context
@@ -41,6 +44,7 @@ from conversations.models import (
 from conversations.pii import without_placeholders
 from conversations.rewrite import question_focus, rewrite_query
 from knowledge.embeddings import Embedder, default_embedder
+from knowledge.help import help_url
 from knowledge.models import Collection
 from knowledge.rerank import CrossEncoder, default_reranker
 from knowledge.retrieval import Hit, prepare_query, search, visible_chunks
@@ -70,6 +74,16 @@ class Citation:
     heading_path: str
     version: str
 
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "article": self.article,
+            "title": self.title,
+            "heading_path": self.heading_path,
+            "version": self.version,
+            "url": help_url(self.article, self.heading_path),
+        }
+
 
 @dataclass(frozen=True)
 class TurnResult:
@@ -87,10 +101,7 @@ class TurnResult:
             "turn": self.turn_id,
             "reply": self.reply,
             "decision": self.decision,
-            "citations": [
-                {"article": c.article, "heading_path": c.heading_path, "version": c.version, "number": c.number}
-                for c in self.citations
-            ],
+            "citations": [c.as_json() for c in self.citations],
             "claims": [
                 {"text": c.text, "verdict": "supported" if c.supported else "unsupported", "tier": c.tier.value}
                 for c in self.claims
@@ -344,6 +355,30 @@ def _run(
     return outcome
 
 
+def store_customer_message(conversation: Conversation, text: object, client_id: str = "") -> tuple[Message, bool]:
+    """Store a customer message before anything acts on it. A client id already stored in this
+    conversation (a resend after a reconnect) returns the stored message and False."""
+    cleaned = validate_message(text)
+    if client_id:
+        message, created = Message.objects.get_or_create(
+            conversation=conversation, client_id=client_id, defaults={"role": Role.CUSTOMER, "text": cleaned}
+        )
+        return message, created
+    return Message.objects.create(conversation=conversation, role=Role.CUSTOMER, text=cleaned), True
+
+
+def claim_answer(message: Message) -> bool:
+    """Take the job of answering this message; False when it is answered, or being answered elsewhere.
+    A claim older than CHAT_STALE_TURN_S (a worker that died) may be taken again."""
+    stale = timezone.now() - timedelta(seconds=settings.CHAT_STALE_TURN_S)
+    claimed = (
+        Message.objects.filter(pk=message.pk, role=Role.CUSTOMER, turn__isnull=True)
+        .filter(Q(answer_started_at__isnull=True) | Q(answer_started_at__lt=stale))
+        .update(answer_started_at=timezone.now())
+    )
+    return claimed == 1
+
+
 def answer_turn(
     conversation: Conversation,
     text: object,
@@ -352,11 +387,22 @@ def answer_turn(
     on_delta: Callable[[str], None] | None = None,
     on_reset: Callable[[], None] | None = None,
 ) -> TurnResult:
-    """Answer one customer message. The message is stored first and every failure after that ends in a
-    referral, so a customer's words are never lost and always get a reply."""
-    cleaned = validate_message(text)
+    """Store one customer message and answer it (the command line's and the evaluator's entry point)."""
+    message, _ = store_customer_message(conversation, text)
+    return answer_message(message, services=services, on_delta=on_delta, on_reset=on_reset)
+
+
+def answer_message(
+    message: Message,
+    *,
+    services: TurnServices | None = None,
+    on_delta: Callable[[str], None] | None = None,
+    on_reset: Callable[[], None] | None = None,
+) -> TurnResult:
+    """Answer a stored customer message. Every failure ends in a referral, so a customer's words are never
+    lost and always get a reply."""
+    conversation = message.conversation
     watch = Stopwatch()
-    message = Message.objects.create(conversation=conversation, role=Role.CUSTOMER, text=cleaned)
     try:
         with watch.lap("total"):
             outcome = _run(conversation, message, services or default_services(), watch, on_delta, on_reset)
@@ -383,6 +429,7 @@ def _citations(outcome: _Outcome) -> list[Citation]:
 @transaction.atomic
 def _record(conversation: Conversation, message: Message, outcome: _Outcome, watch: Stopwatch) -> TurnResult:
     reply = Message.objects.create(conversation=conversation, role=Role.ASSISTANT, text=outcome.reply)
+    citations = _citations(outcome)
     turn = Turn.objects.create(
         conversation=conversation,
         customer_message=message,
@@ -394,6 +441,7 @@ def _record(conversation: Conversation, message: Message, outcome: _Outcome, wat
         draft=outcome.draft,
         reply=outcome.reply,
         decision=outcome.decision,
+        citations=[c.as_json() for c in citations],
         evidence_score=outcome.evidence_score,
         latency_ms={name: round(ms, 1) for name, ms in watch.laps_ms.items()},
         notes=outcome.notes,
@@ -413,13 +461,14 @@ def _record(conversation: Conversation, message: Message, outcome: _Outcome, wat
     )
     if outcome.decision == Decision.REFERRED:
         Referral.objects.create(turn=turn, conversation=conversation, reason=outcome.referral_reason)
-        conversation.status = ConversationStatus.REFERRED
+        if conversation.status == ConversationStatus.OPEN:
+            conversation.status = ConversationStatus.REFERRED
     conversation.save(update_fields=["status", "updated_at"])
     return TurnResult(
         turn.pk,
         outcome.reply,
         outcome.decision,
-        _citations(outcome),
+        citations,
         outcome.verdicts,
         dict(watch.laps_ms),
         outcome.evidence_score,

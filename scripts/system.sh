@@ -12,7 +12,10 @@ need_root() {
   fi
 }
 
-packages=(postgresql-$PG_MAJOR postgresql-contrib postgresql-server-dev-$PG_MAJOR make gcc python3-venv)
+# redis-server: CI runs the websocket tests against a real Redis (channel layer for several processes);
+# chromium: the browser tests drive Debian's build through Playwright (never `playwright install`).
+packages=(postgresql-$PG_MAJOR postgresql-contrib postgresql-server-dev-$PG_MAJOR make gcc python3-venv
+          redis-server chromium fonts-dejavu-core)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

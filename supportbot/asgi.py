@@ -1,10 +1,27 @@
-"""ASGI entry point, served by daphne. Websocket routes arrive with the chat issue."""
+"""ASGI entry point, served by daphne: Django over HTTP, the chat and the staff queue over websockets."""
 
 import os
 
-from channels.routing import ProtocolTypeRouter
+from channels.auth import AuthMiddlewareStack
+from channels.routing import ProtocolTypeRouter, URLRouter
+from channels.security.websocket import AllowedHostsOriginValidator
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "supportbot.settings")
+# Django first: the consumers import models, which need the app registry ready.
+http = get_asgi_application()
 
-application = ProtocolTypeRouter({"http": get_asgi_application()})
+from django.urls import path  # noqa: E402
+
+from conversations.consumers import ChatConsumer, StaffQueueConsumer  # noqa: E402
+
+websocket_routes = [
+    path("ws/chat/", ChatConsumer.as_asgi()),
+    path("ws/staff/", StaffQueueConsumer.as_asgi()),
+]
+
+# A page on a host not in DJANGO_ALLOWED_HOSTS cannot open either socket (a site embedding the widget
+# must be listed); sessions identify staff, the signed chat token identifies a customer's conversation.
+application = ProtocolTypeRouter(
+    {"http": http, "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_routes)))}
+)

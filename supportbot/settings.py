@@ -63,7 +63,7 @@ TEMPLATES = [
 ]
 WSGI_APPLICATION = None
 ASGI_APPLICATION = "supportbot.asgi.application"
-CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+CHANNEL_LAYERS: dict[str, dict[str, object]] = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 # The local cluster started by `make db` / `make run`; any Postgres with pgvector works.
 # SUPPORTBOT_PGPORT is the Makefile's variable, exported, so `make run SUPPORTBOT_PGPORT=…` reaches here too.

@@ -2,7 +2,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from asgiref.sync import SyncToAsync
 from django.conf import settings
+from django.db import connections
 
 from knowledge.embeddings import Embedder, default_embedder
 from knowledge.models import Collection
@@ -28,3 +30,12 @@ def helpcentre(sample_dir, embedder, db) -> Collection:
     """The sample help centre, indexed into a fresh test database."""
     sync_folder(sample_dir, embedder)
     return Collection.objects.get(name="helpcentre")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def close_async_database_connections(django_db_setup, django_db_blocker):
+    """Async tests leave a connection open in asgiref's database thread; the test database cannot be
+    dropped while it is open."""
+    yield
+    with django_db_blocker.unblock():
+        SyncToAsync.single_thread_executor.submit(connections.close_all).result()

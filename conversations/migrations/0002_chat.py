@@ -6,81 +6,124 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('conversations', '0001_initial'),
+        ("conversations", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='StaffAction',
+            name="StaffAction",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('username', models.CharField(max_length=150)),
-                ('kind', models.CharField(choices=[('reply', 'Sent a reply'), ('take_over', 'Took the conversation over'), ('resolve', 'Resolved')], max_length=10)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("username", models.CharField(max_length=150)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("reply", "Sent a reply"),
+                            ("take_over", "Took the conversation over"),
+                            ("resolve", "Resolved"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['conversation', 'created_at', 'id'],
+                "ordering": ["conversation", "created_at", "id"],
             },
         ),
         migrations.AlterModelOptions(
-            name='conversation',
-            options={'ordering': ['-updated_at'], 'permissions': [('view_personal_data', "Can see customers' words unmasked")]},
+            name="conversation",
+            options={
+                "ordering": ["-updated_at"],
+                "permissions": [("view_personal_data", "Can see customers' words unmasked")],
+            },
         ),
         migrations.AddField(
-            model_name='message',
-            name='answer_started_at',
+            model_name="message",
+            name="answer_started_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='message',
-            name='author',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL),
+            model_name="message",
+            name="author",
+            field=models.ForeignKey(
+                blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+            ),
         ),
         migrations.AddField(
-            model_name='message',
-            name='client_id',
-            field=models.CharField(blank=True, default='', max_length=64),
+            model_name="message",
+            name="client_id",
+            field=models.CharField(blank=True, default="", max_length=64),
         ),
         migrations.AddField(
-            model_name='referral',
-            name='assignee',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL),
+            model_name="referral",
+            name="assignee",
+            field=models.ForeignKey(
+                blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+            ),
         ),
         migrations.AddField(
-            model_name='turn',
-            name='citations',
-            field=models.JSONField(default=list, help_text='The passages the shipped reply cites, numbered.'),
+            model_name="turn",
+            name="citations",
+            field=models.JSONField(default=list, help_text="The passages the shipped reply cites, numbered."),
         ),
         migrations.AlterField(
-            model_name='conversation',
-            name='status',
-            field=models.CharField(choices=[('open', 'Open'), ('referred', 'Waiting for a person'), ('human', 'With a person'), ('closed', 'Closed')], default='open', max_length=10),
+            model_name="conversation",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("open", "Open"),
+                    ("referred", "Waiting for a person"),
+                    ("human", "With a person"),
+                    ("closed", "Closed"),
+                ],
+                default="open",
+                max_length=10,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='message',
-            constraint=models.UniqueConstraint(condition=models.Q(('client_id', ''), _negated=True), fields=('conversation', 'client_id'), name='unique_client_message'),
+            model_name="message",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("client_id", ""), _negated=True),
+                fields=("conversation", "client_id"),
+                name="unique_client_message",
+            ),
         ),
         migrations.AddField(
-            model_name='staffaction',
-            name='conversation',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='staff_actions', to='conversations.conversation'),
+            model_name="staffaction",
+            name="conversation",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="staff_actions",
+                to="conversations.conversation",
+            ),
         ),
         migrations.AddField(
-            model_name='staffaction',
-            name='message',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to='conversations.message'),
+            model_name="staffaction",
+            name="message",
+            field=models.ForeignKey(
+                blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to="conversations.message"
+            ),
         ),
         migrations.AddField(
-            model_name='staffaction',
-            name='referral',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='actions', to='conversations.referral'),
+            model_name="staffaction",
+            name="referral",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="actions",
+                to="conversations.referral",
+            ),
         ),
         migrations.AddField(
-            model_name='staffaction',
-            name='user',
-            field=models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL),
+            model_name="staffaction",
+            name="user",
+            field=models.ForeignKey(
+                null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+            ),
         ),
     ]

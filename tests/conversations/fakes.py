@@ -20,6 +20,12 @@ from typing import Any
 
 import httpx2
 
+from conversations.claude import ClaudeClient, ClaudeUnavailable
+from conversations.grounding import Grounder
+from conversations.pii import mask_pii
+from conversations.turns import TurnServices
+from knowledge.rerank import default_reranker
+
 MODEL = "claude-sonnet-5-5"
 
 Event = dict[str, Any]
@@ -183,3 +189,26 @@ class FakeAnthropicAPI:
     @property
     def remaining(self) -> int:
         return len(self._replies)
+
+
+def services(embedder, *, api: FakeAnthropicAPI | None = None) -> TurnServices:
+    client = (
+        ClaudeClient(
+            api_key="sk-test", model="claude-test", http_client=api.http_client(), sleep=lambda _: None, max_retries=2
+        )
+        if api is not None
+        else None
+    )
+    return TurnServices(
+        embedder=embedder,
+        reranker=default_reranker(),
+        grounder=Grounder(embedder, default_reranker()),
+        mask=lambda text: mask_pii(text).text,
+        stream=client.stream_reply if client else None,
+        unavailable=(ClaudeUnavailable,),
+    )
+
+
+def claude_says(*texts: str) -> FakeAnthropicAPI:
+    replies: list[Reply] = [text_stream([t[: len(t) // 2], t[len(t) // 2 :]]) for t in texts]
+    return FakeAnthropicAPI(replies)

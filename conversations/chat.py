@@ -1,0 +1,278 @@
+"""What the chat and the hand-off queue do, as plain synchronous functions over the models.
+
+The websocket consumers call these off the event loop; the staff views call them directly. Each one that
+changes something tells the people watching (the customer's widget, the staff queue) through events.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core import signing
+from django.db import transaction
+from django.utils import timezone
+
+from conversations import events
+from conversations.models import (
+    Conversation,
+    ConversationStatus,
+    Message,
+    Referral,
+    ReferralStatus,
+    Role,
+    StaffAction,
+    StaffActionKind,
+    Turn,
+)
+from conversations.turns import TurnResult, answer_message, claim_answer, default_services
+from knowledge.models import Collection
+
+TOKEN_SALT = "supportbot.chat"
+MAX_STAFF_MESSAGE_CHARS = 4000
+
+
+class ChatError(Exception):
+    """The request cannot be done as asked; ``code`` is for machines, the text for people."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# --- Binding a browser to its conversation ------------------------------------------------------
+
+
+def issue_token(conversation: Conversation) -> str:
+    """A signed, expiring token naming the conversation: the only way back into it. Knowing a
+    conversation's id is not enough, because the id alone is not signed."""
+    return signing.dumps({"conversation": str(conversation.public_id)}, salt=TOKEN_SALT, compress=True)
+
+
+def conversation_for_token(token: str) -> Conversation | None:
+    try:
+        data = signing.loads(token, salt=TOKEN_SALT, max_age=settings.CHAT_SESSION_MAX_AGE_S)
+    except signing.BadSignature:
+        return None
+    return Conversation.objects.select_related("collection").filter(public_id=data.get("conversation")).first()
+
+
+def start_conversation() -> Conversation:
+    collection = Collection.objects.filter(name=settings.CHAT_COLLECTION).first()
+    if collection is None:
+        raise ChatError(
+            "unavailable",
+            f"The help centre {settings.CHAT_COLLECTION!r} has not been loaded yet; chat is unavailable.",
+        )
+    # Anonymous visitors are the public: they see public articles only.
+    return Conversation.objects.create(collection=collection, audience="public")
+
+
+def resume_or_start(token: str | None) -> tuple[Conversation, bool]:
+    """The conversation a token names, or a new one; the flag says whether a given token was refused."""
+    if token:
+        conversation = conversation_for_token(token)
+        if conversation is not None and conversation.status != ConversationStatus.CLOSED:
+            return conversation, False
+    return start_conversation(), bool(token)
+
+
+# --- Frames ---------------------------------------------------------------------------------
+
+
+def author_name(user: Any) -> str:
+    """What a customer sees of a staff member: a first name, never the login."""
+    return (user.first_name if user is not None else "") or "Support team"
+
+
+def message_frame(message: Message) -> dict[str, Any]:
+    frame: dict[str, Any] = {"type": "message", "seq": message.pk, "role": message.role, "text": message.text}
+    if message.role == Role.CUSTOMER:
+        frame["id"] = message.client_id or None
+    if message.role == Role.STAFF:
+        frame["author"] = author_name(message.author)
+    return frame
+
+
+def reply_frame(turn: Turn) -> dict[str, Any]:
+    return {
+        "type": "reply",
+        "id": turn.customer_message.client_id or None,
+        "seq": turn.reply_message_id,
+        "text": turn.reply,
+        "decision": turn.decision,
+        "citations": turn.citations,
+    }
+
+
+def history_frames(conversation: Conversation, after: int) -> list[dict[str, Any]]:
+    """Every message after ``after`` (a seq the client has shown), as the frames that first carried them."""
+    messages = conversation.messages.filter(pk__gt=after).select_related("author", "answered_turn__customer_message")
+    frames = []
+    for message in messages.order_by("pk"):
+        turn = getattr(message, "answered_turn", None)
+        frames.append(reply_frame(turn) if turn is not None else message_frame(message))
+    return frames
+
+
+def welcome_frame(conversation: Conversation, after: int) -> dict[str, Any]:
+    return {
+        "type": "welcome",
+        "conversation": str(conversation.public_id),
+        "token": issue_token(conversation),
+        "status": conversation.status,
+        "messages": history_frames(conversation, after),
+    }
+
+
+def unanswered(conversation: Conversation) -> list[Message]:
+    """Customer messages stored but never answered (the server stopped mid-turn): answered on resume."""
+    if conversation.status == ConversationStatus.HUMAN:
+        return []
+    return list(conversation.messages.filter(role=Role.CUSTOMER, turn__isnull=True).order_by("pk"))
+
+
+# --- The customer's side --------------------------------------------------------------------
+
+
+def receive_customer_message(message: Message, created: bool) -> dict[str, Any] | None:
+    """After a customer message is stored: tell staff, and return the stored reply if it has one."""
+    if created:
+        # The connection's copy of the conversation is as old as the connection; staff may have taken it since.
+        message.conversation.refresh_from_db(fields=["status"])
+        events.to_customer(message.conversation, message_frame(message))
+        if message.conversation.status in (ConversationStatus.REFERRED, ConversationStatus.HUMAN):
+            events.queue_changed(message.conversation)
+    turn = Turn.objects.filter(customer_message=message).select_related("customer_message").first()
+    return reply_frame(turn) if turn is not None else None
+
+
+def answer_in_worker(message_id: int) -> TurnResult | None:
+    """Answer one stored customer message, streaming the reply to everyone watching the conversation.
+    Runs in a worker thread; returns None when the message needs no answer from the assistant."""
+    message = Message.objects.select_related("conversation__collection").get(pk=message_id)
+    conversation = message.conversation
+    if conversation.status == ConversationStatus.HUMAN or not claim_answer(message):
+        return None
+    question = message.client_id or None
+    result = answer_message(
+        message,
+        services=turn_services(),
+        on_delta=lambda text: events.to_customer(conversation, {"type": "token", "id": question, "text": text}),
+        on_reset=lambda: events.to_customer(conversation, {"type": "reset", "id": question}),
+    )
+    turn = Turn.objects.select_related("customer_message").get(pk=result.turn_id)
+    events.to_customer(conversation, reply_frame(turn))
+    conversation.refresh_from_db(fields=["status"])
+    if result.decision == "referred":
+        events.to_customer(conversation, {"type": "status", "status": conversation.status})
+        events.queue_changed(conversation)
+    return result
+
+
+def turn_services() -> Any:
+    """The models a chat turn uses, loaded once per process (tests replace this to fake Claude's HTTP)."""
+    return default_services()
+
+
+@transaction.atomic
+def request_handoff(conversation: Conversation) -> Referral:
+    """The customer asked for a person: their latest turn goes to the staff queue."""
+    turn = conversation.turns.order_by("-pk").first()
+    if turn is None:
+        raise ChatError("nothing_to_hand_off", "Ask your question first; a person will see it with the conversation.")
+    referral, created = Referral.objects.get_or_create(
+        turn=turn, defaults={"conversation": conversation, "reason": "the customer asked for a person"}
+    )
+    if not created and referral.status == ReferralStatus.RESOLVED:
+        referral.status, referral.resolved_at = ReferralStatus.OPEN, None
+        referral.reason = f"{referral.reason}; the customer asked for a person again"
+        referral.save(update_fields=["status", "resolved_at", "reason"])
+    if conversation.status == ConversationStatus.OPEN:
+        conversation.status = ConversationStatus.REFERRED
+        conversation.save(update_fields=["status", "updated_at"])
+    transaction.on_commit(lambda: _announce_status(conversation))
+    return referral
+
+
+def _announce_status(conversation: Conversation) -> None:
+    events.to_customer(conversation, {"type": "status", "status": conversation.status})
+    events.queue_changed(conversation)
+
+
+# --- The staff's side -----------------------------------------------------------------------
+
+
+def _open_referrals(conversation: Conversation) -> list[Referral]:
+    return list(conversation.referrals.exclude(status=ReferralStatus.RESOLVED).order_by("created_at"))
+
+
+def _act(conversation: Conversation, user: Any, kind: str, message: Message | None = None) -> list[Referral]:
+    """Record who did what; the open referrals become this person's."""
+    referrals = _open_referrals(conversation)
+    if not referrals and conversation.status != ConversationStatus.HUMAN:
+        raise ChatError("not_waiting", "This conversation is not waiting for a person.")
+    for referral in referrals:
+        if referral.status == ReferralStatus.OPEN or kind == StaffActionKind.TAKE_OVER:
+            referral.status, referral.assignee = ReferralStatus.CLAIMED, user
+            referral.save(update_fields=["status", "assignee"])
+    StaffAction.objects.create(
+        conversation=conversation,
+        referral=referrals[-1] if referrals else None,
+        user=user,
+        username=user.get_username(),
+        kind=kind,
+        message=message,
+    )
+    return referrals
+
+
+@transaction.atomic
+def send_staff_reply(conversation: Conversation, user: Any, text: str) -> Message:
+    """A staff member's reply: stored, shown live in the customer's widget, recorded with who and when."""
+    cleaned = text.replace("\x00", "").strip()
+    if not cleaned:
+        raise ChatError("empty", "The reply is empty.")
+    if len(cleaned) > MAX_STAFF_MESSAGE_CHARS:
+        raise ChatError("too_long", f"The reply is {len(cleaned)} characters; the limit is {MAX_STAFF_MESSAGE_CHARS}.")
+    # Inside the transaction: when the conversation is not waiting for a person, the message goes too.
+    message = Message.objects.create(conversation=conversation, role=Role.STAFF, text=cleaned, author=user)
+    _act(conversation, user, StaffActionKind.REPLY, message)
+    conversation.save(update_fields=["updated_at"])
+    transaction.on_commit(lambda: _announce_message(message))
+    return message
+
+
+def _announce_message(message: Message) -> None:
+    events.to_customer(message.conversation, message_frame(message))
+    events.queue_changed(message.conversation)
+
+
+@transaction.atomic
+def take_over(conversation: Conversation, user: Any) -> None:
+    """A person takes the conversation: the assistant stays silent until it is resolved."""
+    _act(conversation, user, StaffActionKind.TAKE_OVER)
+    conversation.status = ConversationStatus.HUMAN
+    conversation.save(update_fields=["status", "updated_at"])
+    transaction.on_commit(lambda: _announce_status(conversation))
+
+
+@transaction.atomic
+def resolve(conversation: Conversation, user: Any) -> None:
+    """Close every open referral of the conversation; the assistant answers it again."""
+    referrals = _act(conversation, user, StaffActionKind.RESOLVE)
+    Referral.objects.filter(pk__in=[r.pk for r in referrals]).update(
+        status=ReferralStatus.RESOLVED, resolved_at=timezone.now()
+    )
+    conversation.status = ConversationStatus.OPEN
+    conversation.save(update_fields=["status", "updated_at"])
+    transaction.on_commit(lambda: _announce_status(conversation))
+
+
+def waiting_conversations() -> list[Conversation]:
+    """Conversations a person should look at, the longest-waiting first."""
+    return list(
+        Conversation.objects.filter(status__in=[ConversationStatus.REFERRED, ConversationStatus.HUMAN])
+        .select_related("collection")
+        .order_by("updated_at")
+    )

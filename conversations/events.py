@@ -1,0 +1,34 @@
+"""Telling the people watching: the customer's open widgets and the staff queue, over the channel layer.
+
+Callable from synchronous code (a view, the turn's worker thread); the channel layer is in-memory in one
+process, or Redis when several server processes share conversations.
+"""
+
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+from conversations.models import Conversation
+
+STAFF_GROUP = "staff.queue"
+
+
+def conversation_group(conversation: Conversation) -> str:
+    return f"chat.{conversation.public_id.hex}"
+
+
+def _send(group: str, event: dict[str, Any]) -> None:
+    layer = get_channel_layer()
+    if layer is not None:
+        async_to_sync(layer.group_send)(group, event)
+
+
+def to_customer(conversation: Conversation, frame: dict[str, Any]) -> None:
+    """A frame for every widget showing this conversation (the customer's tabs and reconnections)."""
+    _send(conversation_group(conversation), {"type": "chat.frame", "frame": frame})
+
+
+def queue_changed(conversation: Conversation) -> None:
+    """The conversation's card in the staff queue is out of date."""
+    _send(STAFF_GROUP, {"type": "queue.changed", "conversation": str(conversation.public_id)})

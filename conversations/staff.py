@@ -1,0 +1,92 @@
+"""The hand-off queue's view of a conversation: one card per waiting conversation, rendered for the staff
+member looking at it (personal data masked unless they hold the permission)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.template.loader import render_to_string
+
+from conversations.models import Conversation, ConversationStatus, Message, Referral, ReferralStatus, Role
+from conversations.pii import shown_to
+
+TRANSCRIPT_MESSAGES = 20
+
+
+@dataclass(frozen=True)
+class ShownMessage:
+    role: str
+    text: str
+    author: str
+    created_at: Any
+
+
+@dataclass(frozen=True)
+class ShownReferral:
+    referral: Referral
+    question: str
+    draft: str
+    claims: list[Any]
+    evidence: list[dict[str, Any]]
+
+
+def _shown(message: Message, user: Any) -> ShownMessage:
+    # The assistant's own words are built from masked text and quoted articles; a person's words may hold
+    # personal data (staff sometimes repeat what the customer said).
+    text = message.text if message.role == Role.ASSISTANT else shown_to(user, message.text)
+    author = message.author.get_username() if message.author is not None else ""
+    return ShownMessage(message.role, text, author, message.created_at)
+
+
+def card_context(conversation: Conversation, user: Any) -> dict[str, Any]:
+    referrals = (
+        conversation.referrals.exclude(status=ReferralStatus.RESOLVED)
+        .select_related("turn__customer_message", "assignee")
+        .prefetch_related("turn__claims")
+        .order_by("created_at")
+    )
+    messages = list(conversation.messages.select_related("author").order_by("-pk")[:TRANSCRIPT_MESSAGES])
+    return {
+        "conversation": conversation,
+        "referrals": [
+            ShownReferral(
+                referral=r,
+                question=shown_to(user, r.turn.customer_message.text),
+                draft=r.turn.draft,
+                claims=list(r.turn.claims.all()),
+                evidence=[p for p in r.turn.context if p.get("trust") == "retrieved"],
+            )
+            for r in referrals
+        ],
+        "transcript": [_shown(m, user) for m in reversed(messages)],
+        "actions": list(conversation.staff_actions.order_by("-created_at")[:10]),
+        "suggested_reply": _suggested_reply(conversation, list(referrals)),
+    }
+
+
+def _suggested_reply(conversation: Conversation, referrals: list[Referral]) -> str:
+    """The newest referred draft, for staff to edit, until someone has replied since it was referred."""
+    latest = next((r for r in reversed(referrals) if r.turn.draft), None)
+    if latest is None or conversation.messages.filter(role=Role.STAFF, pk__gt=latest.turn.customer_message_id).exists():
+        return ""
+    return latest.turn.draft
+
+
+def render_card(conversation: Conversation, user: Any) -> str:
+    return render_to_string("staff/card.html", card_context(conversation, user))
+
+
+def card_frame(public_id: str, user: Any) -> dict[str, Any]:
+    """The staff websocket's update for one conversation: its card, or word that it left the queue."""
+    conversation = Conversation.objects.filter(public_id=public_id).first()
+    waiting = conversation is not None and conversation.status in (
+        ConversationStatus.REFERRED,
+        ConversationStatus.HUMAN,
+    )
+    return {
+        "type": "card",
+        "conversation": public_id,
+        "waiting": waiting,
+        "html": render_card(conversation, user) if waiting and conversation is not None else "",
+    }

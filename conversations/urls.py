@@ -1,0 +1,13 @@
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from conversations import views
+
+urlpatterns = [
+    path("login/", auth_views.LoginView.as_view(template_name="staff/login.html"), name="staff-login"),
+    path("logout/", auth_views.LogoutView.as_view(next_page="staff-login"), name="staff-logout"),
+    path("queue", views.queue, name="staff-queue"),
+    path("conversations/<uuid:public_id>/reply", views.reply, name="staff-reply"),
+    path("conversations/<uuid:public_id>/take-over", views.take_over, name="staff-take-over"),
+    path("conversations/<uuid:public_id>/resolve", views.resolve, name="staff-resolve"),
+]

@@ -1,0 +1,99 @@
+// The hand-off queue, live: cards arrive, change and leave over the staff websocket; the buttons post
+// without leaving the page. Without JavaScript the same forms post and the page reloads.
+(function () {
+  "use strict";
+  var queue = document.getElementById("queue");
+  var statusLine = document.getElementById("queue-status");
+  if (!queue) return;
+  var typingTimers = {};
+
+  function emptyNote() { return queue.querySelector("[data-role=empty]"); }
+  function cardFor(id) { return queue.querySelector('[data-role=card][data-conversation="' + id + '"]'); }
+  function refreshEmpty() { emptyNote().hidden = queue.querySelector("[data-role=card]") !== null; }
+
+  function fromHtml(html) {
+    var holder = document.createElement("div");
+    holder.innerHTML = html; // rendered and escaped by the server's template
+    return holder.firstElementChild;
+  }
+
+  function applyCard(frame) {
+    var old = cardFor(frame.conversation);
+    if (!frame.waiting) {
+      if (old) old.remove();
+      refreshEmpty();
+      return;
+    }
+    var card = fromHtml(frame.html);
+    if (old) {
+      // Keep what the staff member is typing: an update must not wipe an edited reply.
+      var oldText = old.querySelector("[data-role=reply-text]");
+      var newText = card.querySelector("[data-role=reply-text]");
+      var focused = oldText && document.activeElement === oldText;
+      if (newText && oldText && (focused || oldText.value !== oldText.defaultValue)) newText.value = oldText.value;
+      old.replaceWith(card);
+      if (newText && focused) newText.focus();
+    } else {
+      queue.insertBefore(card, emptyNote());
+    }
+    refreshEmpty();
+  }
+
+  function showTyping(id) {
+    var card = cardFor(id);
+    if (!card) return;
+    var note = card.querySelector("[data-role=typing]");
+    note.hidden = false;
+    clearTimeout(typingTimers[id]);
+    typingTimers[id] = setTimeout(function () { note.hidden = true; }, 4000);
+  }
+
+  function showError(form, message) {
+    var note = form.querySelector("[role=alert]");
+    if (!note) {
+      note = document.createElement("p");
+      note.setAttribute("role", "alert");
+      note.className = "queue-error";
+      form.appendChild(note);
+    }
+    note.textContent = message;
+  }
+
+  queue.addEventListener("submit", function (event) {
+    var form = event.target;
+    var action = (event.submitter && event.submitter.getAttribute("formaction")) || form.getAttribute("action");
+    event.preventDefault();
+    var body = new FormData(form);
+    fetch(action, { method: "POST", body: body, headers: { Accept: "application/json" }, credentials: "same-origin" })
+      .then(function (response) {
+        return response.json().then(function (data) { return { ok: response.ok, data: data }; });
+      })
+      .then(function (result) {
+        if (!result.ok) { showError(form, result.data.message || "That did not work."); return; }
+        var textarea = form.querySelector("[data-role=reply-text]");
+        if (textarea) textarea.defaultValue = textarea.value = "";
+        applyCard(result.data);
+      })
+      .catch(function () { showError(form, "The server could not be reached; try again."); });
+  });
+
+  var delay = 1000;
+  function connect() {
+    var scheme = location.protocol === "https:" ? "wss://" : "ws://";
+    var socket = new WebSocket(scheme + location.host + "/ws/staff/");
+    socket.onopen = function () { delay = 1000; statusLine.textContent = "Live updates: on"; };
+    socket.onmessage = function (event) {
+      var frame;
+      try { frame = JSON.parse(event.data); } catch (e) { return; }
+      if (frame.type === "card") applyCard(frame);
+      else if (frame.type === "typing") showTyping(frame.conversation);
+    };
+    socket.onclose = function (event) {
+      if (event.code === 4403) { statusLine.textContent = "Live updates: sign in as staff again."; return; }
+      statusLine.textContent = "Live updates: reconnecting…";
+      setTimeout(connect, delay);
+      delay = Math.min(delay * 2, 15000);
+    };
+  }
+  connect();
+})();

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.http import HttpRequest
 from django.template.loader import render_to_string
 
 from conversations.models import Conversation, ConversationStatus, Message, Referral, ReferralStatus, Role
@@ -73,8 +74,10 @@ def _suggested_reply(conversation: Conversation, referrals: list[Referral]) -> s
     return latest.turn.draft
 
 
-def render_card(conversation: Conversation, user: Any) -> str:
-    return render_to_string("staff/card.html", card_context(conversation, user))
+def render_card(conversation: Conversation, user: Any, request: HttpRequest | None = None) -> str:
+    """The card's HTML; with the request its forms carry a CSRF token (cards pushed over the websocket have
+    none, and the queue's script sends the page's token with each action instead)."""
+    return render_to_string("staff/card.html", card_context(conversation, user), request=request)
 
 
 def card_frame(public_id: str, user: Any) -> dict[str, Any]:

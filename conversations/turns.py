@@ -7,6 +7,7 @@ call it directly. Every step is persisted on the Turn so staff can see why a rep
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -126,8 +127,17 @@ class TurnServices:
     unavailable: tuple[type[Exception], ...] = field(default=())
 
 
-@cache
+_services_lock = threading.Lock()
+
+
 def default_services() -> TurnServices:
+    """The process's models, loaded once; the server warms them at start while the first chat may arrive."""
+    with _services_lock:
+        return _load_services()
+
+
+@cache
+def _load_services() -> TurnServices:
     from conversations.claude import ClaudeClient, ClaudeUnavailable
     from conversations.nli import load_nli
     from conversations.pii import mask_pii
@@ -152,6 +162,14 @@ def default_services() -> TurnServices:
         model_rewrite=(lambda history, message: client.rewrite(history=history, message=message)) if client else None,
         unavailable=(ClaudeUnavailable,),
     )
+
+
+def warm_up() -> None:
+    """Load every model a turn uses (~10 s on 2 cores), so the first customer does not wait for it."""
+    from conversations.pii import mask_pii
+
+    default_services()
+    mask_pii("warming up")
 
 
 def validate_message(text: object) -> str:

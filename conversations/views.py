@@ -23,7 +23,7 @@ staff_required = user_passes_test(lambda user: user.is_active and user.is_staff,
 @require_GET
 @staff_required
 def queue(request: HttpRequest) -> HttpResponse:
-    cards = [staff.render_card(c, request.user) for c in chat.waiting_conversations()]
+    cards = [staff.render_card(c, request.user, request) for c in chat.waiting_conversations()]
     return render(request, "staff/queue.html", {"cards": cards})
 
 
@@ -41,7 +41,7 @@ def _action(perform: Callable[[Conversation, Any, HttpRequest], object]) -> Call
         except chat.ChatError as exc:
             if _wants_json(request):
                 return JsonResponse({"error": exc.code, "message": str(exc)}, status=400)
-            cards = [staff.render_card(c, request.user) for c in chat.waiting_conversations()]
+            cards = [staff.render_card(c, request.user, request) for c in chat.waiting_conversations()]
             return render(request, "staff/queue.html", {"cards": cards, "error": str(exc)}, status=400)
         if _wants_json(request):
             return JsonResponse(staff.card_frame(str(conversation.public_id), request.user))

@@ -64,7 +64,9 @@
     var action = (event.submitter && event.submitter.getAttribute("formaction")) || form.getAttribute("action");
     event.preventDefault();
     var body = new FormData(form);
-    fetch(action, { method: "POST", body: body, headers: { Accept: "application/json" }, credentials: "same-origin" })
+    var token = document.querySelector("meta[name=csrf-token]").content;
+    var headers = { Accept: "application/json", "X-CSRFToken": token };
+    fetch(action, { method: "POST", body: body, headers: headers, credentials: "same-origin" })
       .then(function (response) {
         return response.json().then(function (data) { return { ok: response.ok, data: data }; });
       })

@@ -11,9 +11,16 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "supportbot.settings")
 # Django first: the consumers import models, which need the app registry ready.
 http = get_asgi_application()
 
+import threading  # noqa: E402
+
+from django.conf import settings  # noqa: E402
 from django.urls import path  # noqa: E402
 
 from conversations.consumers import ChatConsumer, StaffQueueConsumer  # noqa: E402
+from conversations.turns import warm_up  # noqa: E402
+
+if settings.CHAT_WARM_MODELS:
+    threading.Thread(target=warm_up, name="warm-models", daemon=True).start()
 
 websocket_routes = [
     path("ws/chat/", ChatConsumer.as_asgi()),

@@ -38,6 +38,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # The widget, the queue's script and the pages' styles are served by the app itself: a self-hosted
+    # install is one process, with no web server in front required.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -92,6 +95,9 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "var" / "staticfiles"
+# Served straight from static/ (no collectstatic step); re-read on change while debugging.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
 
 LOGGING = {
     "version": 1,
@@ -214,6 +220,8 @@ CHAT_FRAME_BURST = env_int("CHAT_FRAME_BURST", 30, minimum=1, maximum=10_000)
 CHAT_FRAMES_PER_S = env_float("CHAT_FRAMES_PER_S", 5.0, minimum=0.1, maximum=1000.0)
 # How long a chat can be resumed from the token the widget keeps.
 CHAT_SESSION_MAX_AGE_S = env_int("CHAT_SESSION_MAX_AGE_S", 7 * 24 * 3600, minimum=60)
+# Load the models when the server starts rather than on the first customer's question.
+CHAT_WARM_MODELS = env_bool("CHAT_WARM_MODELS", True)
 # Turns run in this many worker threads per server process (the models are CPU-bound).
 CHAT_TURN_WORKERS = env_int("CHAT_TURN_WORKERS", 2, minimum=1, maximum=64)
 # A customer message whose answer started this long ago without finishing is answered again on resume.

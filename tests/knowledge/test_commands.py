@@ -50,8 +50,9 @@ def test_ensure_staff_creates_one_account_once(capsys, settings, tmp_path):
     saved = (tmp_path / "var" / "admin-credentials.txt").read_text()
     password = saved.split("password: ")[1].strip()
     assert password in first
-    call_command("ensure_staff")
-    assert "Created" not in capsys.readouterr().out
+    call_command("ensure_staff", "--base-url", "http://127.0.0.1:9000/")
+    again = capsys.readouterr().out
+    assert "Created" not in again and "http://127.0.0.1:9000/staff/queue" in again
 
     from django.contrib.auth import authenticate
 

@@ -12,15 +12,19 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--username", default="admin")
+        parser.add_argument(
+            "--base-url", default="http://127.0.0.1:8000", help="where the server will listen (for the printed links)"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         username = options["username"]
+        where_to = f"{options['base_url'].rstrip('/')}/staff/queue (queue) and /admin/ (admin)"
         credentials = Path(settings.BASE_DIR) / "var" / "admin-credentials.txt"
         users = get_user_model().objects
         if users.filter(username=username).exists():
             where = f" (password in {credentials})" if credentials.exists() else ""
             self.stdout.write(
-                f"Staff login: http://127.0.0.1:8000/admin/ as {username!r}{where}. "
+                f"Staff login: {where_to} as {username!r}{where}. "
                 f"Reset with: .venv/bin/python manage.py changepassword {username}"
             )
             return
@@ -31,7 +35,7 @@ class Command(BaseCommand):
         credentials.chmod(0o600)
         self.stdout.write(
             self.style.SUCCESS(
-                f"Created staff account. Log in at http://127.0.0.1:8000/admin/ as {username!r} with password "
+                f"Created staff account. Log in at {where_to} as {username!r} with password "
                 f"{password!r} (also saved in {credentials})."
             )
         )

@@ -106,7 +106,9 @@ def served_helpcentre(live_url, embedder, tmp_path_factory, django_db_setup, dja
     django_db_blocker.restore()
 
 
-@pytest.fixture(scope="session")
+# Module scope: Playwright's synchronous API keeps an event loop running in this thread while it is open,
+# and the async tests that follow need the thread's loop to themselves.
+@pytest.fixture(scope="module")
 def browser():
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} is missing: scripts/system.sh installs Debian's chromium package.")

@@ -273,6 +273,8 @@ async def test_a_referred_turn_reaches_the_queue_and_the_staff_reply_reaches_the
 
     card = await card_showing(queue, "Refunds reach your card within 2 hours")
     assert card["conversation"] == welcome["conversation"] and card["waiting"] and "Unsupported" in card["html"]
+    await widget.send_json_to({"type": "typing"})
+    assert await next_frame(queue, "typing") == {"type": "typing", "conversation": welcome["conversation"]}
 
     conversation = await Conversation.objects.aget(public_id=welcome["conversation"])
     response = await client.post(

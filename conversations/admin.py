@@ -21,13 +21,12 @@ from conversations.models import (
     Conversation,
     Message,
     Referral,
-    Role,
     StaffAction,
     SystemPolicy,
     Turn,
     Verdict,
 )
-from conversations.pii import PERSONAL_DATA_PERMISSION, mask_pii
+from conversations.pii import PERSONAL_DATA_PERMISSION
 
 
 def sees_personal_data(request: HttpRequest) -> bool:
@@ -38,9 +37,7 @@ def words(message: Message, *, row: Model) -> str:
     """A message's text as the viewer of `row` may see it. Assistant replies are built from masked input,
     so they are shown as stored; customer and staff messages are masked unless the row says otherwise."""
     # A row fetched outside ShowsPersonalData.get_queryset has no flag and is masked.
-    if message.role == Role.ASSISTANT or getattr(row, "unmasked", False) is True:
-        return message.text
-    return mask_pii(message.text).text
+    return message.words_for(unmasked=getattr(row, "unmasked", False) is True)
 
 
 def admin_link(obj: Model) -> SafeString:

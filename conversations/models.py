@@ -5,6 +5,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from conversations.pii import mask_pii
 from knowledge.models import Audience, Collection
 
 
@@ -82,6 +83,14 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role}: {self.text[:60]}"
+
+    def words_for(self, *, unmasked: bool) -> str:
+        """The text as a staff member may see it. The assistant's words are built from masked input and
+        quoted articles, so they are shown as stored; a customer's (and a staff reply, which may repeat
+        them) are masked unless the viewer holds the personal-data permission."""
+        if unmasked or self.role == Role.ASSISTANT:
+            return self.text
+        return mask_pii(self.text).text
 
 
 class Decision(models.TextChoices):

@@ -338,11 +338,3 @@ def without_placeholders(text: str) -> str:
 
 
 PERSONAL_DATA_PERMISSION = "conversations.view_personal_data"
-
-
-def shown_to(user: object, text: str) -> str:
-    """A customer's words as this staff member may see them: unmasked only with the permission."""
-    has_perm = getattr(user, "has_perm", None)
-    if has_perm is not None and has_perm(PERSONAL_DATA_PERMISSION):
-        return text
-    return mask_pii(text).text

@@ -10,7 +10,7 @@ from django.http import HttpRequest
 from django.template.loader import render_to_string
 
 from conversations.models import Conversation, ConversationStatus, Message, Referral, ReferralStatus, Role
-from conversations.pii import shown_to
+from conversations.pii import PERSONAL_DATA_PERMISSION
 
 TRANSCRIPT_MESSAGES = 20
 
@@ -32,15 +32,13 @@ class ShownReferral:
     evidence: list[dict[str, Any]]
 
 
-def _shown(message: Message, user: Any) -> ShownMessage:
-    # The assistant's own words are built from masked text and quoted articles; a person's words may hold
-    # personal data (staff sometimes repeat what the customer said).
-    text = message.text if message.role == Role.ASSISTANT else shown_to(user, message.text)
+def _shown(message: Message, unmasked: bool) -> ShownMessage:
     author = message.author.get_username() if message.author is not None else ""
-    return ShownMessage(message.role, text, author, message.created_at)
+    return ShownMessage(message.role, message.words_for(unmasked=unmasked), author, message.created_at)
 
 
 def card_context(conversation: Conversation, user: Any) -> dict[str, Any]:
+    unmasked = user.has_perm(PERSONAL_DATA_PERMISSION)
     referrals = (
         conversation.referrals.exclude(status=ReferralStatus.RESOLVED)
         .select_related("turn__customer_message", "assignee")
@@ -53,14 +51,14 @@ def card_context(conversation: Conversation, user: Any) -> dict[str, Any]:
         "referrals": [
             ShownReferral(
                 referral=r,
-                question=shown_to(user, r.turn.customer_message.text),
+                question=r.turn.customer_message.words_for(unmasked=unmasked),
                 draft=r.turn.draft,
                 claims=list(r.turn.claims.all()),
                 evidence=[p for p in r.turn.context if p.get("trust") == "retrieved"],
             )
             for r in referrals
         ],
-        "transcript": [_shown(m, user) for m in reversed(messages)],
+        "transcript": [_shown(m, unmasked) for m in reversed(messages)],
         "actions": list(conversation.staff_actions.order_by("-created_at")[:10]),
         "suggested_reply": _suggested_reply(conversation, list(referrals)),
     }

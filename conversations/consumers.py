@@ -23,7 +23,16 @@ from django.db import connections
 from conversations import chat, staff
 from conversations.events import STAFF_GROUP, conversation_group
 from conversations.models import Conversation
-from conversations.protocol import CustomerMessage, FrameError, Handoff, Hello, TokenBucket, Typing, parse_frame
+from conversations.protocol import (
+    CustomerMessage,
+    FrameError,
+    Handoff,
+    Hello,
+    TokenBucket,
+    Typing,
+    parse_frame,
+    parse_staff_typing,
+)
 from conversations.turns import store_customer_message
 
 logger = logging.getLogger(__name__)
@@ -56,7 +65,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def disconnect(self, code: int) -> None:
         if self.conversation is not None:
-            await self.channel_layer.group_discard(conversation_group(self.conversation), self.channel_name)
+            await self.channel_layer.group_discard(conversation_group(self.conversation.public_id), self.channel_name)
         # A turn already started finishes and is stored; the customer sees it when they reconnect.
         if self.turns:
             await asyncio.gather(*self.turns, return_exceptions=True)
@@ -91,7 +100,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             raise FrameError("already_started", "This connection already said hello.")
         conversation, refused = await database_sync_to_async(chat.resume_or_start)(hello.token)
         self.conversation = conversation
-        await self.channel_layer.group_add(conversation_group(conversation), self.channel_name)
+        await self.channel_layer.group_add(conversation_group(conversation.public_id), self.channel_name)
         if refused:
             expired = "That chat could not be resumed; a new one has started."
             await self.send_json({"type": "error", "code": "session_expired", "message": expired})
@@ -143,6 +152,7 @@ class StaffQueueConsumer(AsyncWebsocketConsumer):
             await self.close(code=4403)
             return
         self.user = user
+        self.frames = TokenBucket(settings.CHAT_FRAME_BURST, settings.CHAT_FRAMES_PER_S)
         await self.channel_layer.group_add(STAFF_GROUP, self.channel_name)
         await self.accept()
 
@@ -150,8 +160,17 @@ class StaffQueueConsumer(AsyncWebsocketConsumer):
         await self.channel_layer.group_discard(STAFF_GROUP, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        error = {"type": "error", "code": "read_only", "message": "Staff act through the queue's buttons."}
-        await self.send(text_data=json.dumps(error))
+        """Staff act through the queue's forms; the one frame they send here is "typing", shown to the
+        customer of that conversation."""
+        try:
+            if not self.frames.take():
+                raise FrameError("rate_limited", "Too many frames.")
+            public_id = parse_staff_typing(text_data, binary=bytes_data is not None)
+            await self.channel_layer.group_send(
+                conversation_group(public_id), {"type": "chat.frame", "frame": {"type": "typing", "role": "staff"}}
+            )
+        except FrameError as exc:
+            await self.send(text_data=json.dumps(exc.as_frame()))
 
     async def queue_changed(self, event: dict[str, Any]) -> None:
         card = await database_sync_to_async(staff.card_frame)(event["conversation"], self.user)

@@ -4,6 +4,7 @@ Callable from synchronous code (a view, the turn's worker thread); the channel l
 process, or Redis when several server processes share conversations.
 """
 
+import uuid
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -14,8 +15,8 @@ from conversations.models import Conversation
 STAFF_GROUP = "staff.queue"
 
 
-def conversation_group(conversation: Conversation) -> str:
-    return f"chat.{conversation.public_id.hex}"
+def conversation_group(public_id: uuid.UUID) -> str:
+    return f"chat.{public_id.hex}"
 
 
 def _send(group: str, event: dict[str, Any]) -> None:
@@ -26,7 +27,7 @@ def _send(group: str, event: dict[str, Any]) -> None:
 
 def to_customer(conversation: Conversation, frame: dict[str, Any]) -> None:
     """A frame for every widget showing this conversation (the customer's tabs and reconnections)."""
-    _send(conversation_group(conversation), {"type": "chat.frame", "frame": frame})
+    _send(conversation_group(conversation.public_id), {"type": "chat.frame", "frame": frame})
 
 
 def queue_changed(conversation: Conversation) -> None:

@@ -34,6 +34,11 @@ carries ``decision``, ``citations`` and ``id`` (the question's id), like a ``rep
 answers); ``human`` a person has taken over (the assistant is silent); ``closed``.
 
 A bad frame gets an ``error`` and the connection stays open.
+
+The staff side (``/ws/staff/``, signed-in staff only) receives ``{"type": "card", "conversation": uuid,
+"waiting": bool, "html": str}`` whenever a conversation in the queue changes, and ``{"type": "typing",
+"conversation": uuid}`` while a customer types; it may send ``{"type": "typing", "conversation": uuid}``,
+shown to that customer as ``{"type": "typing", "role": "staff"}``.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -141,6 +147,27 @@ def _message(data: dict[str, Any]) -> CustomerMessage:
     except UnicodeEncodeError:
         raise FrameError("invalid_text", "The message is not valid UTF-8 text.", message_id) from None
     return CustomerMessage(message_id, text)
+
+
+STAFF_FRAME_BYTES = 1024
+
+
+def parse_staff_typing(text: str | None, *, binary: bool = False) -> uuid.UUID:
+    """The conversation a staff member is typing in: the only frame the staff socket takes."""
+    if binary or text is None:
+        raise FrameError("not_text", "Frames must be JSON text.")
+    if len(text) > STAFF_FRAME_BYTES:
+        raise FrameError("too_large", f"Staff frames are at most {STAFF_FRAME_BYTES} bytes.")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FrameError("bad_json", f"The frame is not valid JSON ({exc.msg} at character {exc.pos}).") from None
+    if not isinstance(data, dict) or data.get("type") != "typing":
+        raise FrameError("read_only", 'Staff act through the queue\'s buttons; this socket takes only "typing".')
+    try:
+        return uuid.UUID(str(data.get("conversation")))
+    except ValueError:
+        raise FrameError("bad_frame", "typing.conversation must be a conversation id.") from None
 
 
 class TokenBucket:

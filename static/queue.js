@@ -79,10 +79,22 @@
       .catch(function () { showError(form, "The server could not be reached; try again."); });
   });
 
+  // Tell the customer a person is typing, at most every 3 s per conversation.
+  var socket = null;
+  var typingSent = {};
+  queue.addEventListener("input", function (event) {
+    var card = event.target.closest("[data-role=card]");
+    if (!card || !socket || socket.readyState !== WebSocket.OPEN) return;
+    var id = card.getAttribute("data-conversation");
+    if (Date.now() - (typingSent[id] || 0) < 3000) return;
+    typingSent[id] = Date.now();
+    socket.send(JSON.stringify({ type: "typing", conversation: id }));
+  });
+
   var delay = 1000;
   function connect() {
     var scheme = location.protocol === "https:" ? "wss://" : "ws://";
-    var socket = new WebSocket(scheme + location.host + "/ws/staff/");
+    socket = new WebSocket(scheme + location.host + "/ws/staff/");
     socket.onopen = function () { delay = 1000; statusLine.textContent = "Live updates: on"; };
     socket.onmessage = function (event) {
       var frame;

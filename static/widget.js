@@ -82,6 +82,9 @@
   var serverOrigin = server.origin;
   var wsUrl = (server.protocol === "https:" ? "wss://" : "ws://") + server.host + "/ws/chat/";
   var title = (attr("data-title") || "").trim() || "Help";
+  var greeting = (attr("data-greeting") || "").trim() ||
+    "Ask us anything about orders, delivery, returns or refunds. Answers come from our help centre, with " +
+    "links to the sources; if it doesn't cover your question, a person will help.";
   var openOnLoad = (attr("data-open") || "").trim().toLowerCase() === "true";
   var STORAGE_KEY = "supportbot:" + serverOrigin;
 
@@ -188,6 +191,7 @@
     ".close { flex: none; width: 40px; height: 40px; border: 0; border-radius: 8px; background: transparent;",
     "  color: #ffffff; font-size: 24px; line-height: 1; cursor: pointer; }",
     ".close:hover { background: rgba(255, 255, 255, 0.16); }",
+    ".intro { margin: 0; padding: 10px 16px; color: #3f4753; font-size: 13px; border-bottom: 1px solid #e3e6ea; }",
     ".status { margin: 0; padding: 6px 16px; background: #fff4d1; color: #4d3800; font-size: 13px;",
     "  border-bottom: 1px solid #e6d49a; }",
 
@@ -354,6 +358,7 @@
       "aria-labelledby": "sb-title", hidden: true,
     }, [
       el("div", { className: "header" }, [el("h2", { className: "title", id: "sb-title", text: title }), closeBtn]),
+      el("p", { className: "intro", "data-role": "intro", text: greeting }),
       statusLine,
       log,
       typing,

@@ -275,6 +275,10 @@ async def test_a_referred_turn_reaches_the_queue_and_the_staff_reply_reaches_the
     assert card["conversation"] == welcome["conversation"] and card["waiting"] and "Unsupported" in card["html"]
     await widget.send_json_to({"type": "typing"})
     assert await next_frame(queue, "typing") == {"type": "typing", "conversation": welcome["conversation"]}
+    await queue.send_json_to({"type": "typing", "conversation": welcome["conversation"]})
+    assert await next_frame(widget, "typing") == {"type": "typing", "role": "staff"}
+    await queue.send_json_to({"type": "resolve", "conversation": welcome["conversation"]})
+    assert (await next_frame(queue, "error"))["code"] == "read_only"
 
     conversation = await Conversation.objects.aget(public_id=welcome["conversation"])
     response = await client.post(

@@ -1,10 +1,20 @@
 """The websocket frame rules, alone: every bad frame gets a code and a message that says what to fix."""
 
 import json
+import uuid
 
 import pytest
 
-from conversations.protocol import CustomerMessage, FrameError, Handoff, Hello, TokenBucket, Typing, parse_frame
+from conversations.protocol import (
+    CustomerMessage,
+    FrameError,
+    Handoff,
+    Hello,
+    TokenBucket,
+    Typing,
+    parse_frame,
+    parse_staff_typing,
+)
 
 LIMIT = 2048
 
@@ -71,3 +81,17 @@ def test_the_token_bucket_allows_a_burst_then_refills_at_its_rate():
     assert bucket.take()
     now[0] = 100.0
     assert [bucket.take() for _ in range(4)] == [True, True, True, False]
+
+
+def test_the_staff_socket_takes_only_typing_with_a_conversation_id():
+    conversation = uuid.uuid4()
+    assert parse_staff_typing(json.dumps({"type": "typing", "conversation": str(conversation)})) == conversation
+    for text, code in [
+        ('{"type": "reply", "text": "hi"}', "read_only"),
+        ('{"type": "typing", "conversation": "42"}', "bad_frame"),
+        ("nope", "bad_json"),
+        ("x" * 2000, "too_large"),
+    ]:
+        with pytest.raises(FrameError) as caught:
+            parse_staff_typing(text)
+        assert caught.value.code == code

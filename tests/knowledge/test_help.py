@@ -109,7 +109,12 @@ def test_every_public_chunk_links_to_an_anchor_on_its_page(helpcentre, client):
 @pytest.mark.django_db
 @pytest.mark.parametrize("slug", ["loyalty-programme", "refund-escalation-procedure", "no-such-article"])
 def test_articles_that_are_not_public_are_not_found(helpcentre, client, slug):
-    assert client.get(f"/help/{slug}").status_code == 404
+    response = client.get(f"/help/{slug}")
+    assert response.status_code == 404
+    # The page says why, and links back to the help centre.
+    assert "There is no public help article called" in response.content.decode() and 'href="/help/"' in (
+        response.content.decode()
+    )
 
 
 @pytest.mark.django_db

@@ -92,3 +92,21 @@ def test_policy_versions_only_change_when_the_text_does(helpcentre, tmp_path: Pa
 def test_evaluate_grounding_refuses_a_folder_without_evidence(tmp_path: Path):
     with pytest.raises(CommandError, match=r"evidence_train\.jsonl does not exist"):
         run("evaluate", "grounding", "--dataset", str(tmp_path), "--split", "train")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_bench_chat_times_real_websocket_turns_and_cleans_up(helpcentre, tmp_path: Path):
+    out = StringIO()
+    report = tmp_path / "chat.json"
+    call_command("bench_chat", "--clients", "2", "--limit", "4", "--json", str(report), stdout=out)
+    figures = json.loads(report.read_text())
+    assert figures["questions"] == 4 and sum(figures["decisions"].values()) == 4
+    assert set(figures["latency"]) >= {"ack", "reply"}
+    assert figures["latency"]["ack"]["p50_ms"] <= figures["latency"]["reply"]["p50_ms"]
+    assert "4 questions from 2 clients" in out.getvalue()
+    assert not Conversation.objects.exists()  # the benchmark's conversations are deleted
+
+
+def test_bench_chat_refuses_nonsense_counts():
+    with pytest.raises(CommandError, match="must be positive"):
+        call_command("bench_chat", "--clients", "0")

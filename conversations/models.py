@@ -40,6 +40,10 @@ class Conversation(models.Model):
     public_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     collection = models.ForeignKey(Collection, on_delete=models.PROTECT, related_name="conversations")
     audience = models.CharField(max_length=10, choices=Audience.choices, default=Audience.PUBLIC)
+    # The verified customer (their signed token), or none for an anonymous visitor.
+    customer = models.ForeignKey(
+        "customers.Customer", null=True, blank=True, on_delete=models.CASCADE, related_name="conversations"
+    )
     status = models.CharField(max_length=10, choices=ConversationStatus.choices, default=ConversationStatus.OPEN)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

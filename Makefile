@@ -21,6 +21,7 @@ run: db
 	$(PY) manage.py ingest knowledge/sample/helpcentre --collection helpcentre
 	$(PY) manage.py glossary knowledge/sample/glossary.tsv --collection helpcentre
 	$(PY) manage.py policy conversations/sample/policy.md --collection helpcentre
+	$(PY) manage.py load_customers customers/sample/customers.json
 	$(PY) manage.py calibrate --collection helpcentre --if-missing
 	$(PY) manage.py ensure_staff --base-url http://$(HOST):$(PORT)
 	$(PY) manage.py runserver $(HOST):$(PORT)

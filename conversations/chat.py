@@ -26,6 +26,8 @@ from conversations.models import (
     Turn,
 )
 from conversations.turns import TurnResult, answer_message, claim_answer, default_services
+from customers import tokens
+from customers.models import Customer
 from knowledge.models import Collection
 
 TOKEN_SALT = "supportbot.chat"
@@ -57,24 +59,52 @@ def conversation_for_token(token: str) -> Conversation | None:
     return Conversation.objects.select_related("collection").filter(public_id=data.get("conversation")).first()
 
 
-def start_conversation() -> Conversation:
+def start_conversation(customer: Customer | None = None) -> Conversation:
     collection = Collection.objects.filter(name=settings.CHAT_COLLECTION).first()
     if collection is None:
         raise ChatError(
             "unavailable",
             f"The help centre {settings.CHAT_COLLECTION!r} has not been loaded yet; chat is unavailable.",
         )
-    # Anonymous visitors are the public: they see public articles only.
-    return Conversation.objects.create(collection=collection, audience="public")
+    # Anonymous visitors are the public; a verified customer sees member articles when they are a member.
+    audience = "member" if customer is not None and customer.is_member else "public"
+    return Conversation.objects.create(collection=collection, audience=audience, customer=customer)
 
 
-def resume_or_start(token: str | None) -> tuple[Conversation, bool]:
-    """The conversation a token names, or a new one; the flag says whether a given token was refused."""
+def verified_customer(customer_token: str) -> Customer:
+    """The customer a host site's token vouches for; ChatError saying why when it cannot be trusted."""
+    try:
+        external_id = tokens.verify(customer_token, secret=settings.CUSTOMER_TOKEN_SECRET)
+    except tokens.CustomerTokenError as exc:
+        raise ChatError("customer_token_refused", f"{exc} You are chatting as a guest.") from None
+    customer = Customer.objects.filter(external_id=external_id, erased_at__isnull=True).first()
+    if customer is None:
+        raise ChatError(
+            "customer_token_refused", "That customer account is not known here. You are chatting as a guest."
+        )
+    return customer
+
+
+def resume_or_start(token: str | None, customer_token: str | None = None) -> tuple[Conversation, list[ChatError]]:
+    """The conversation to continue, and what was refused on the way. A conversation resumes only for the
+    same person: a signed-in customer's with their valid customer token, a guest's without one."""
+    refused: list[ChatError] = []
+    customer = None
+    if customer_token:
+        try:
+            customer = verified_customer(customer_token)
+        except ChatError as exc:
+            refused.append(exc)
     if token:
         conversation = conversation_for_token(token)
-        if conversation is not None and conversation.status != ConversationStatus.CLOSED:
-            return conversation, False
-    return start_conversation(), bool(token)
+        if (
+            conversation is not None
+            and conversation.status != ConversationStatus.CLOSED
+            and conversation.customer_id == (customer.pk if customer else None)
+        ):
+            return conversation, refused
+        refused.append(ChatError("session_expired", "That chat could not be resumed; a new one has started."))
+    return start_conversation(customer), refused
 
 
 # --- Frames ---------------------------------------------------------------------------------
@@ -121,6 +151,7 @@ def welcome_frame(conversation: Conversation, after: int) -> dict[str, Any]:
         "conversation": str(conversation.public_id),
         "token": issue_token(conversation),
         "status": conversation.status,
+        "signed_in": conversation.customer_id is not None,
         "messages": history_frames(conversation, after),
     }
 

@@ -55,6 +55,28 @@ JUDGE_SYSTEM = (
     "Answer with exactly one word: SUPPORTED or UNSUPPORTED. No punctuation, no explanation."
 )
 
+TOOLS_SYSTEM = (
+    "You route a signed-in customer's message for an online shop. If, and only if, the customer asks for a "
+    "refund of a specific order, call request_refund with that order number (and the amount, if they name "
+    "one). Otherwise do not call any tool and reply with the single word NONE. You cannot approve anything: "
+    "the shop's rules decide."
+)
+REFUND_TOOL = {
+    "name": "request_refund",
+    "description": (
+        "Ask the shop's refund rules to decide on a refund for one of the customer's own orders. The rules "
+        "approve or pass the request to a person; you never decide."
+    ),
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "order_number": {"type": "string", "description": "The order number the customer named, digits only."},
+            "amount": {"type": "number", "description": "The amount asked for in dollars, if the customer named one."},
+        },
+        "required": ["order_number"],
+    },
+}
+TOOL_MAX_TOKENS = 200
 REWRITE_SYSTEM = (
     "You turn a customer's latest message into a standalone question for searching a help centre. "
     "Use the earlier messages only to resolve what the latest one refers to (such as 'it', 'that one', "
@@ -207,6 +229,24 @@ class ClaudeClient:
         if not question:
             raise MalformedReply("The rewritten question is empty.")
         return question
+
+    def refund_tool_call(self, *, message: str) -> dict[str, object] | None:
+        """The request_refund tool call Claude makes for this (masked) customer message, if any: only a
+        request for the gatekeeper to certify, never a decision."""
+        reply = self._with_retries(
+            lambda: self._sdk.messages.create(
+                model=self.model,
+                max_tokens=TOOL_MAX_TOKENS,
+                system=TOOLS_SYSTEM,
+                messages=[{"role": "user", "content": message}],
+                tools=[REFUND_TOOL],  # type: ignore[list-item]
+                timeout=self.timeout_s,
+            )
+        )
+        for block in reply.content:
+            if block.type == "tool_use" and block.name == REFUND_TOOL["name"]:
+                return dict(block.input) if isinstance(block.input, dict) else None
+        return None
 
     def _complete(self, *, system: str, user: str, max_tokens: int) -> Message:
         params: list[MessageParam] = [{"role": "user", "content": user}]

@@ -98,12 +98,11 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def hello(self, hello: Hello) -> None:
         if self.conversation is not None:
             raise FrameError("already_started", "This connection already said hello.")
-        conversation, refused = await database_sync_to_async(chat.resume_or_start)(hello.token)
+        conversation, refused = await database_sync_to_async(chat.resume_or_start)(hello.token, hello.customer_token)
         self.conversation = conversation
         await self.channel_layer.group_add(conversation_group(conversation.public_id), self.channel_name)
-        if refused:
-            expired = "That chat could not be resumed; a new one has started."
-            await self.send_json({"type": "error", "code": "session_expired", "message": expired})
+        for error in refused:
+            await self.send_json({"type": "error", "code": error.code, "message": str(error)})
         await self.send_json(await database_sync_to_async(chat.welcome_frame)(conversation, hello.after))
         for message in await database_sync_to_async(chat.unanswered)(conversation):
             self.schedule(message.pk)

@@ -30,9 +30,10 @@ class Trust(IntEnum):
 
 @dataclass(frozen=True)
 class Evidence:
-    """A retrieved chunk as the context needs it (built from a retrieval hit)."""
+    """A citable passage as the context needs it: a retrieved chunk (built from a retrieval hit), or a
+    verified record of the customer's own (an order, their facts), built per request, never retrieved."""
 
-    chunk_id: int
+    chunk_id: int | None
     article: str
     title: str
     version: str
@@ -40,13 +41,15 @@ class Evidence:
     heading_path: str
     text: str
     score: float
+    trust: Trust = Trust.RETRIEVED
+    source: str = "article"
 
 
 @dataclass(frozen=True)
 class Passage:
     number: int  # what a citation [n] refers to; 0 for passages that cannot be cited
     trust: Trust
-    source: str  # "policy", "article" or "conversation"
+    source: str  # "policy", "article", "order", "facts", "conversation" or "memory"
     text: str
     tokens: int
     article: str = ""
@@ -104,10 +107,13 @@ def assemble_context(
     *,
     budget_tokens: int,
     count_tokens: Callable[[str], int],
+    background: Sequence[str] = (),
 ) -> Context:
-    """Fit the candidates to the budget: the policy always (never trimmed), then evidence in retrieval
-    order (strongest first, so the decisive passage leads), then the most recent conversation turns.
-    history holds (role, text) pairs, oldest first; role is "customer" or "assistant"."""
+    """Fit the candidates to the budget: the policy always (never trimmed), then evidence in the order
+    given (verified records first, then retrieved chunks strongest first, so the decisive passage leads),
+    then the most recent conversation turns, then background (summaries of earlier conversations: model
+    trust, never citable). history holds (role, text) pairs, oldest first; role is "customer" or
+    "assistant"."""
     policy = Passage(0, Trust.SYSTEM, "policy", policy_text, count_tokens(policy_text))
     remaining = budget_tokens - policy.tokens
     kept: list[Passage] = []
@@ -124,8 +130,8 @@ def assemble_context(
         kept.append(
             Passage(
                 len(kept) + 1,
-                Trust.RETRIEVED,
-                "article",
+                item.trust,
+                item.source,
                 item.text,
                 tokens,
                 article=item.article,
@@ -144,6 +150,12 @@ def assemble_context(
         remaining -= tokens
         trust = Trust.USER if role == "customer" else Trust.MODEL
         turns.append(Passage(0, trust, "conversation", text, tokens))
+    for text in background:
+        tokens = count_tokens(text)
+        if tokens > remaining:
+            break
+        remaining -= tokens
+        turns.append(Passage(0, Trust.MODEL, "memory", text, tokens))
     return Context(policy, tuple(kept), tuple(reversed(turns)), tuple(dropped))
 
 
@@ -169,7 +181,9 @@ def render_evidence(context: Context) -> str:
 
 def render_history(context: Context) -> str:
     return "\n".join(
-        f'<turn trust="{p.trust.label}" role="{"customer" if p.trust is Trust.USER else "assistant"}">'
+        f'<background trust="{p.trust.label}">{_fence(p.text)}</background>'
+        if p.source == "memory"
+        else f'<turn trust="{p.trust.label}" role="{"customer" if p.trust is Trust.USER else "assistant"}">'
         f"{_fence(p.text)}</turn>"
         for p in context.history
     )

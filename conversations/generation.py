@@ -11,13 +11,29 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from conversations.claims import content_words
-from conversations.context import Context, looks_like_instruction, render_evidence, render_history
+from conversations.context import Context, Trust, looks_like_instruction, render_evidence, render_history
 from knowledge.chunking import split_sentences
 from knowledge.rerank import CrossEncoder
 
 ABSTAIN_REPLY = (
     "I'm sorry, I don't have that information in our help centre, so I don't want to guess. "
     "Would you like me to pass your question to a member of our team?"
+)
+SIGN_IN_REPLY = (
+    "I can only look up an order for a signed-in customer. Please sign in on our website and open this chat "
+    "again, and I'll check it for you."
+)
+ORDER_NOT_FOUND_REPLY = (
+    "I can't find order {numbers} on your account. Please check the number in your order confirmation email; "
+    "if it's right, I can pass this to a member of our team."
+)
+REFUND_APPROVED_REPLY = (
+    "I've approved a refund of ${amount} for order #{number}. You'll receive a \"Refund approved\" email with "
+    "the amount."
+)
+REFUND_REFERRED_REPLY = (
+    "I've passed your refund request for order #{number} to a member of our team, who will reply here. "
+    "I can't approve it myself because {reason}."
 )
 REFER_REPLY = (
     "I want to be sure you get an accurate answer, so I've passed your question to a member of our team. "
@@ -68,11 +84,14 @@ def passage_sentences(text: str) -> list[str]:
 def score_sentences(
     question: str, context: Context, reranker: CrossEncoder, *, passages: int = 3, limit: int = 32
 ) -> list[ScoredSentence]:
-    """The sentences of the top passages, best answer first. Sentences that address the assistant
-    ("ignore your rules…") are never candidates: evidence is quoted, never obeyed or repeated as policy."""
+    """The sentences of the customer's verified records and of the top retrieved passages, best answer
+    first. Sentences that address the assistant ("ignore your rules…") are never candidates: evidence is
+    quoted, never obeyed or repeated as policy."""
+    verified = [p for p in context.evidence if p.trust is Trust.VERIFIED]
+    retrieved = [p for p in context.evidence if p.trust is not Trust.VERIFIED][:passages]
     candidates = [
         (p.number, p.heading_path, sentence)
-        for p in context.evidence[:passages]
+        for p in (*verified, *retrieved)
         for sentence in passage_sentences(p.text)
         if not looks_like_instruction(sentence)
     ][:limit]

@@ -93,7 +93,8 @@ class Grounder:
         if any(p is None for p in passages):
             return verdict(False, Tier.CITATION, "cites a passage that was not given")
         cited = [p for p in passages if p is not None]
-        if any(p.chunk_id not in visible_chunks for p in cited):
+        # Verified records (chunk_id None) were built for this customer alone, this turn.
+        if any(p.chunk_id is not None and p.chunk_id not in visible_chunks for p in cited):
             return verdict(False, Tier.CITATION, "cites an article that is not current for this customer")
         # A sentence that addresses the assistant is inert text: it can never count as support.
         sentences = [s for p in cited for s in passage_sentences(p.text) if not looks_like_instruction(s)]

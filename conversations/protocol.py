@@ -3,10 +3,11 @@
 Every frame is one JSON object with a "type". The customer's side (``/ws/chat/``):
 
 client → server
-  {"type": "hello", "token": str | null, "after": int}
+  {"type": "hello", "token": str | null, "after": int, "customer_token": str | null}
       First frame of every connection. ``token`` is the one a previous ``welcome`` gave (null for a new
       chat); ``after`` is the highest ``seq`` the client has shown (0 for none): the server replays what
-      came later.
+      came later. ``customer_token`` is the host site's signed customer token (customers/tokens.py), for a
+      signed-in customer; without one the visitor is anonymous.
   {"type": "message", "id": str, "text": str}
       A customer message. ``id`` is made by the client (1–64 of A–Z a–z 0–9 _ -) and reused on resend: a
       resent id is acknowledged again and answered once.
@@ -16,7 +17,8 @@ client → server
       The customer asks for a person: the conversation joins the staff queue.
 
 server → client
-  {"type": "welcome", "conversation": uuid, "token": str, "status": str, "messages": [message…]}
+  {"type": "welcome", "conversation": uuid, "token": str, "status": str, "signed_in": bool,
+   "messages": [message…]}
   {"type": "ack", "id": str, "seq": int}                 the message is stored
   {"type": "token", "id": str, "text": str}              part of the reply to message ``id``, as generated
   {"type": "reset", "id": str}                           drop the streamed text; generation restarted
@@ -75,6 +77,7 @@ class FrameError(Exception):
 class Hello:
     token: str | None
     after: int
+    customer_token: str | None = None
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,10 @@ def _hello(data: dict[str, Any]) -> Hello:
         raise FrameError("bad_frame", "hello.token must be the token a welcome gave, or null.")
     if isinstance(after, bool) or not isinstance(after, int) or after < 0:
         raise FrameError("bad_frame", "hello.after must be a whole number ≥ 0 (the last seq shown).")
-    return Hello(token or None, after)
+    customer_token = data.get("customer_token")
+    if customer_token is not None and (not isinstance(customer_token, str) or len(customer_token) > 1000):
+        raise FrameError("bad_frame", "hello.customer_token must be the token the shop's site signed, or null.")
+    return Hello(token or None, after, customer_token or None)
 
 
 def _message(data: dict[str, Any]) -> CustomerMessage:

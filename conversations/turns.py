@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from datetime import timedelta
 from functools import cache
 from typing import Any
@@ -23,7 +23,11 @@ from conversations.claims import split_claims
 from conversations.context import Context, Evidence, assemble_context
 from conversations.generation import (
     ABSTAIN_REPLY,
+    ORDER_NOT_FOUND_REPLY,
     REFER_REPLY,
+    REFUND_APPROVED_REPLY,
+    REFUND_REFERRED_REPLY,
+    SIGN_IN_REPLY,
     ScoredSentence,
     claude_reply,
     extractive_reply,
@@ -44,6 +48,16 @@ from conversations.models import (
 )
 from conversations.pii import without_placeholders
 from conversations.rewrite import question_focus, rewrite_query
+from customers.corpus import CustomerKnowledge, customer_knowledge, order_numbers
+from customers.gatekeeper import (
+    RefundRequest,
+    mentions_refund,
+    order_number_of,
+    parse_amount,
+    refund_request_in,
+    request_refund,
+)
+from customers.memory import background_for, remember
 from knowledge.embeddings import Embedder, default_embedder
 from knowledge.help import help_url
 from knowledge.models import Collection
@@ -74,16 +88,10 @@ class Citation:
     title: str
     heading_path: str
     version: str
+    url: str  # the help page section; empty for the customer's own records (an order has no public page)
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "number": self.number,
-            "article": self.article,
-            "title": self.title,
-            "heading_path": self.heading_path,
-            "version": self.version,
-            "url": help_url(self.article, self.heading_path),
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -124,6 +132,8 @@ class TurnServices:
     # Claude's streaming call, rewrite and judge, when an API key is configured.
     stream: Callable[..., str] | None = None
     model_rewrite: Callable[[list[str], str], str] | None = None
+    # Claude's request_refund tool call for a message (a request for the gatekeeper), with a key.
+    refund_tool: Callable[[str], dict[str, object] | None] | None = None
     unavailable: tuple[type[Exception], ...] = field(default=())
 
 
@@ -160,6 +170,7 @@ def _load_services() -> TurnServices:
         mask=lambda text: mask_pii(text).text,
         stream=client.stream_reply if client else None,
         model_rewrite=(lambda history, message: client.rewrite(history=history, message=message)) if client else None,
+        refund_tool=(lambda message: client.refund_tool_call(message=message)) if client else None,
         unavailable=(ClaudeUnavailable,),
     )
 
@@ -292,6 +303,8 @@ def gather_evidence(
     history: list[tuple[str, str]],
     services: TurnServices,
     watch: Stopwatch,
+    verified: Sequence[Evidence] = (),
+    background: Sequence[str] = (),
 ) -> FoundEvidence:
     """Retrieve, assemble the context, and score its sentences against the question: everything a turn
     knows before deciding whether to answer (calibration runs exactly this)."""
@@ -309,10 +322,11 @@ def gather_evidence(
     with watch.lap("context"):
         context = assemble_context(
             policy,
-            evidence_of(hits),
+            [*verified, *evidence_of(hits)],
             history,
             budget_tokens=settings.CONTEXT_BUDGET_TOKENS,
             count_tokens=services.embedder.count_tokens,
+            background=background,
         )
     with watch.lap("score_evidence"):
         scored = score_sentences(scoring_query, context, services.reranker)
@@ -337,6 +351,10 @@ def _run(
         outcome.query = rewrite_query(
             previous_questions, masked, model_rewrite=services.model_rewrite, unavailable=services.unavailable
         )
+    with watch.lap("customer"):
+        known = _customer_step(conversation, message, services, outcome)
+    if known is None:
+        return outcome
     found = gather_evidence(
         outcome.query,
         collection=conversation.collection,
@@ -345,6 +363,8 @@ def _run(
         history=masked_history,
         services=services,
         watch=watch,
+        verified=known.evidence,
+        background=background_for(conversation.customer, conversation) if conversation.customer else [],
     )
     outcome.hits, outcome.context, scored = found.hits, found.context, found.scored
     context = found.context  # the narrowed type: outcome.context may be None before this point
@@ -397,6 +417,61 @@ def claim_answer(message: Message) -> bool:
     return claimed == 1
 
 
+def _customer_step(
+    conversation: Conversation, message: Message, services: TurnServices, outcome: _Outcome
+) -> CustomerKnowledge | None:
+    """What only a verified customer may get: their orders and facts, and refunds the gatekeeper certifies.
+    None when this step already decided the turn (sign in first, not your order, a refund decision)."""
+    customer = conversation.customer
+    if customer is None:
+        if order_numbers(message.text):
+            outcome.reply, outcome.notes = SIGN_IN_REPLY, [*outcome.notes, "an order number from an anonymous visitor"]
+            return None
+        return CustomerKnowledge()
+    today = timezone.localdate()
+    known = customer_knowledge(customer, message.text, today)
+    if known.not_found and not any(e.source == "order" for e in known.evidence):
+        numbers = ", ".join(f"#{n}" for n in known.not_found)
+        outcome.reply = ORDER_NOT_FOUND_REPLY.format(numbers=numbers)
+        outcome.notes.append(f"order {numbers} is not on this customer's account")
+        return None
+    request, via = _refund_request(message.text, services, outcome)
+    if request is not None:
+        certified = request_refund(customer, request, conversation=conversation, via=via, today=today)
+        outcome.generator = "gatekeeper"
+        if certified.approved:
+            outcome.decision = Decision.ANSWERED
+            outcome.reply = REFUND_APPROVED_REPLY.format(amount=certified.amount, number=request.order_number)
+        else:
+            outcome.decision = Decision.REFERRED
+            outcome.reply = REFUND_REFERRED_REPLY.format(number=request.order_number, reason=certified.reason)
+            outcome.referral_reason = f"refund request for order #{request.order_number}: {certified.reason}"
+        outcome.notes.append(f"gatekeeper: {'approved' if certified.approved else 'to staff'} ({certified.reason})")
+        return None
+    # Facts may hold a name: masked like every text that may leave for a model.
+    verified = [replace(e, text=services.mask(e.text)) if e.source == "facts" else e for e in known.evidence]
+    return CustomerKnowledge(verified, known.not_found)
+
+
+def _refund_request(text: str, services: TurnServices, outcome: _Outcome) -> tuple[RefundRequest | None, str]:
+    """A refund request in the message: Claude's tool call with a key (asked only when refunds are mentioned),
+    otherwise the intent rule. Either way it is only a request; the gatekeeper decides."""
+    if services.refund_tool is None or not mentions_refund(text):
+        return refund_request_in(text), "intent"
+    try:
+        call = services.refund_tool(services.mask(text))
+    except services.unavailable as exc:
+        outcome.notes.append(f"Claude unavailable for the refund tool ({exc}); the intent rule decided instead.")
+        return refund_request_in(text), "intent"
+    if call is None:
+        return None, "claude"
+    try:
+        return RefundRequest(order_number_of(call.get("order_number")), parse_amount(call.get("amount"))), "claude"
+    except ValueError as exc:
+        outcome.notes.append(f"Claude's request_refund call was not usable ({exc}); no refund was requested.")
+        return None, "claude"
+
+
 def answer_turn(
     conversation: Conversation,
     text: object,
@@ -441,7 +516,18 @@ def _citations(outcome: _Outcome) -> list[Citation]:
         return []
     numbers = sorted({n for v in outcome.verdicts for n in v.citations})
     found = [(n, outcome.context.passage(n)) for n in numbers]
-    return [Citation(n, p.article, p.title, p.heading_path, p.version) for n, p in found if p is not None]
+    return [
+        Citation(
+            n,
+            p.article,
+            p.title,
+            p.heading_path,
+            p.version,
+            help_url(p.article, p.heading_path) if p.source == "article" else "",
+        )
+        for n, p in found
+        if p is not None
+    ]
 
 
 @transaction.atomic
@@ -477,6 +563,7 @@ def _record(conversation: Conversation, message: Message, outcome: _Outcome, wat
         )
         for i, v in enumerate(outcome.verdicts)
     )
+    remember(conversation)
     if outcome.decision == Decision.REFERRED:
         Referral.objects.create(turn=turn, conversation=conversation, reason=outcome.referral_reason)
         if conversation.status == ConversationStatus.OPEN:

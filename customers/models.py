@@ -4,7 +4,6 @@ corpus from the verified customer's own rows."""
 
 from decimal import Decimal
 
-from django.conf import settings
 from django.db import models
 
 
@@ -61,12 +60,12 @@ class OrderLine(models.Model):
     class Meta:
         ordering = ["order", "id"]
 
+    def __str__(self) -> str:
+        return f"{self.quantity} × {self.product}"
+
     @property
     def amount(self) -> Decimal:
         return self.unit_price * self.quantity
-
-    def __str__(self) -> str:
-        return f"{self.quantity} × {self.product}"
 
 
 class CustomerFact(models.Model):
@@ -94,9 +93,7 @@ class ConversationSummary(models.Model):
     as evidence for a claim. Built from masked text."""
 
     customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="summaries")
-    conversation = models.OneToOneField(
-        "conversations.Conversation", on_delete=models.CASCADE, related_name="summary"
-    )
+    conversation = models.OneToOneField("conversations.Conversation", on_delete=models.CASCADE, related_name="summary")
     text = models.TextField()
     updated_at = models.DateTimeField(auto_now=True)
 

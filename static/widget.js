@@ -86,6 +86,8 @@
     "Ask us anything about orders, delivery, returns or refunds. Answers come from our help centre, with " +
     "links to the sources; if it doesn't cover your question, a person will help.";
   var openOnLoad = (attr("data-open") || "").trim().toLowerCase() === "true";
+  // The host site's signed token for a signed-in customer (customers/tokens.py); none for a guest.
+  var customerToken = (attr("data-customer-token") || "").trim() || null;
   var STORAGE_KEY = "supportbot:" + serverOrigin;
 
   // ---------------------------------------------------------------- persisted state
@@ -457,7 +459,7 @@
       // A fresh page load asks for the whole history (after=0) and de-duplicates by seq; a reconnect
       // within the page asks only for what came after the last seq shown.
       var after = firstWelcome ? 0 : state.seq;
-      sendFrame({ type: "hello", token: state.token, after: after }, socket);
+      sendFrame({ type: "hello", token: state.token, after: after, customer_token: customerToken }, socket);
       clearTimeout(welcomeTimer);
       welcomeTimer = setTimeout(function () {
         if (ws === socket && !connected) dropSocket(socket);

@@ -239,9 +239,11 @@ LOGIN_REDIRECT_URL = "staff-queue"
 # --- Verified customers -----------------------------------------------------------------------
 # The host site signs a customer token (HMAC-SHA256 of the customer id and an expiry) with this secret and
 # passes it to the widget; empty: every visitor is anonymous and customer tokens are refused.
-CUSTOMER_TOKEN_SECRET = env_str("CUSTOMER_TOKEN_SECRET", "")
+CUSTOMER_TOKEN_SECRET = env_str("CUSTOMER_TOKEN_SECRET", "insecure-development-customer-token-secret" if DEBUG else "")
 if CUSTOMER_TOKEN_SECRET and len(CUSTOMER_TOKEN_SECRET) < 32:
     raise ImproperlyConfigured("CUSTOMER_TOKEN_SECRET must be at least 32 characters (a random secret).")
+# The demo page lets a visitor chat as any demo customer: for trying the product, never for production.
+DEMO_CUSTOMERS = env_bool("DEMO_CUSTOMERS", DEBUG)
 # Refunds the gatekeeper approves on its own: up to this amount, on a delivered order, within this window.
 REFUND_AUTO_APPROVE_LIMIT = env_float("REFUND_AUTO_APPROVE_LIMIT", 50.0, minimum=0.0, maximum=100_000.0)
 REFUND_WINDOW_DAYS = env_int("REFUND_WINDOW_DAYS", 30, minimum=0, maximum=3650)

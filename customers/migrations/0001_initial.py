@@ -5,105 +5,167 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('conversations', '0002_chat'),
+        ("conversations", "0002_chat"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Customer',
+            name="Customer",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('external_id', models.CharField(help_text='The id the host site signs.', max_length=64, unique=True)),
-                ('name', models.CharField(blank=True, max_length=200)),
-                ('email', models.EmailField(blank=True, max_length=254)),
-                ('is_member', models.BooleanField(default=False, help_text='Member articles are visible to members.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('erased_at', models.DateTimeField(blank=True, null=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("external_id", models.CharField(help_text="The id the host site signs.", max_length=64, unique=True)),
+                ("name", models.CharField(blank=True, max_length=200)),
+                ("email", models.EmailField(blank=True, max_length=254)),
+                ("is_member", models.BooleanField(default=False, help_text="Member articles are visible to members.")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("erased_at", models.DateTimeField(blank=True, null=True)),
             ],
             options={
-                'ordering': ['external_id'],
+                "ordering": ["external_id"],
             },
         ),
         migrations.CreateModel(
-            name='ConversationSummary',
+            name="ConversationSummary",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('text', models.TextField()),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('conversation', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='summary', to='conversations.conversation')),
-                ('customer', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='summaries', to='customers.customer')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("text", models.TextField()),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "conversation",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="summary",
+                        to="conversations.conversation",
+                    ),
+                ),
+                (
+                    "customer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="summaries", to="customers.customer"
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'conversation summaries',
-                'ordering': ['customer', '-updated_at'],
+                "verbose_name_plural": "conversation summaries",
+                "ordering": ["customer", "-updated_at"],
             },
         ),
         migrations.CreateModel(
-            name='Order',
+            name="Order",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.CharField(max_length=32, unique=True)),
-                ('status', models.CharField(choices=[('placed', 'Placed'), ('packed', 'Packed'), ('shipped', 'Shipped'), ('delivered', 'Delivered'), ('cancelled', 'Cancelled')], max_length=10)),
-                ('placed_on', models.DateField()),
-                ('shipped_on', models.DateField(blank=True, null=True)),
-                ('delivered_on', models.DateField(blank=True, null=True)),
-                ('carrier', models.CharField(blank=True, max_length=100)),
-                ('tracking_number', models.CharField(blank=True, max_length=100)),
-                ('total', models.DecimalField(decimal_places=2, max_digits=10)),
-                ('customer', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='orders', to='customers.customer')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("number", models.CharField(max_length=32, unique=True)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("placed", "Placed"),
+                            ("packed", "Packed"),
+                            ("shipped", "Shipped"),
+                            ("delivered", "Delivered"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("placed_on", models.DateField()),
+                ("shipped_on", models.DateField(blank=True, null=True)),
+                ("delivered_on", models.DateField(blank=True, null=True)),
+                ("carrier", models.CharField(blank=True, max_length=100)),
+                ("tracking_number", models.CharField(blank=True, max_length=100)),
+                ("total", models.DecimalField(decimal_places=2, max_digits=10)),
+                (
+                    "customer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="orders", to="customers.customer"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['customer', '-placed_on', 'number'],
+                "ordering": ["customer", "-placed_on", "number"],
             },
         ),
         migrations.CreateModel(
-            name='OrderLine',
+            name="OrderLine",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('product', models.CharField(max_length=200)),
-                ('quantity', models.PositiveIntegerField(default=1)),
-                ('unit_price', models.DecimalField(decimal_places=2, max_digits=10)),
-                ('order', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='lines', to='customers.order')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("product", models.CharField(max_length=200)),
+                ("quantity", models.PositiveIntegerField(default=1)),
+                ("unit_price", models.DecimalField(decimal_places=2, max_digits=10)),
+                (
+                    "order",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="lines", to="customers.order"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['order', 'id'],
+                "ordering": ["order", "id"],
             },
         ),
         migrations.CreateModel(
-            name='RefundDecision',
+            name="RefundDecision",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('amount', models.DecimalField(decimal_places=2, max_digits=10)),
-                ('approved', models.BooleanField()),
-                ('reason', models.TextField()),
-                ('requested_via', models.CharField(help_text='"claude" (a tool call) or "intent" (the rule).', max_length=20)),
-                ('decided_at', models.DateTimeField(auto_now_add=True)),
-                ('conversation', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='refunds', to='conversations.conversation')),
-                ('order', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='refund_decisions', to='customers.order')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("amount", models.DecimalField(decimal_places=2, max_digits=10)),
+                ("approved", models.BooleanField()),
+                ("reason", models.TextField()),
+                (
+                    "requested_via",
+                    models.CharField(help_text='"claude" (a tool call) or "intent" (the rule).', max_length=20),
+                ),
+                ("decided_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "conversation",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="refunds",
+                        to="conversations.conversation",
+                    ),
+                ),
+                (
+                    "order",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="refund_decisions",
+                        to="customers.order",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-decided_at'],
+                "ordering": ["-decided_at"],
             },
         ),
         migrations.CreateModel(
-            name='CustomerFact',
+            name="CustomerFact",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.SlugField(max_length=64)),
-                ('value', models.CharField(max_length=500)),
-                ('source', models.CharField(help_text='Where it came from: "customer", "staff", "import".', max_length=100)),
-                ('version', models.PositiveIntegerField(default=1)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('customer', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='facts', to='customers.customer')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("key", models.SlugField(max_length=64)),
+                ("value", models.CharField(max_length=500)),
+                (
+                    "source",
+                    models.CharField(help_text='Where it came from: "customer", "staff", "import".', max_length=100),
+                ),
+                ("version", models.PositiveIntegerField(default=1)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "customer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="facts", to="customers.customer"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['customer', 'key', '-version'],
-                'constraints': [models.UniqueConstraint(fields=('customer', 'key', 'version'), name='unique_fact_version')],
+                "ordering": ["customer", "key", "-version"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("customer", "key", "version"), name="unique_fact_version")
+                ],
             },
         ),
     ]

@@ -205,6 +205,7 @@ def services(embedder, *, api: FakeAnthropicAPI | None = None) -> TurnServices:
         grounder=Grounder(embedder, default_reranker()),
         mask=lambda text: mask_pii(text).text,
         stream=client.stream_reply if client else None,
+        refund_tool=(lambda message: client.refund_tool_call(message=message)) if client else None,
         unavailable=(ClaudeUnavailable,),
     )
 

@@ -27,6 +27,8 @@ from conversations.models import (
     StaffAction,
     Turn,
 )
+from customers import tokens
+from customers.models import Customer
 from knowledge.models import Collection
 from supportbot.asgi import application
 from tests.conversations.fakes import claude_says, services
@@ -326,3 +328,51 @@ async def test_asking_for_a_person_after_an_abstention_joins_the_queue(small_hel
     referral = await Referral.objects.select_related("turn__customer_message").aget()
     assert referral.reason == "the customer asked for a person" and referral.turn.customer_message.client_id == "q1"
     await widget.disconnect()
+
+
+async def test_a_signed_customer_token_makes_the_conversation_theirs(small_helpcentre, channel_layer, settings):
+    settings.CUSTOMER_TOKEN_SECRET = "s" * 40
+    alex = await Customer.objects.acreate(external_id="c-1001", name="Alex Morgan", is_member=True)
+    valid = tokens.sign("c-1001", secret=settings.CUSTOMER_TOKEN_SECRET)
+
+    socket = await open_chat()
+    await socket.send_json_to({"type": "hello", "token": None, "after": 0, "customer_token": valid})
+    welcome = await next_frame(socket, "welcome")
+    assert welcome["signed_in"] is True
+    conversation = await Conversation.objects.aget(public_id=welcome["conversation"])
+    assert conversation.customer_id == alex.pk and conversation.audience == "member"
+    await socket.disconnect()
+
+    # The chat token alone (no customer token) does not reopen a signed-in customer's conversation.
+    socket = await open_chat()
+    await socket.send_json_to({"type": "hello", "token": welcome["token"], "after": 0})
+    assert (await socket.receive_json_from(timeout=WAIT_S))["code"] == "session_expired"
+    guest = await next_frame(socket, "welcome")
+    assert guest["conversation"] != welcome["conversation"] and not guest["signed_in"] and guest["messages"] == []
+    await socket.disconnect()
+
+
+@pytest.mark.parametrize(
+    ("make_token", "why"),
+    [
+        (lambda secret: tokens.sign("c-1001", secret="another-secret-" + "x" * 30), "signature is not valid"),
+        (lambda secret: tokens.sign("c-1001", secret=secret, ttl_s=-10), "expired"),
+        (lambda secret: tokens.sign("c-9999", secret=secret), "not known here"),
+        (lambda secret: "garbage", "malformed"),
+    ],
+)
+async def test_a_bad_customer_token_is_refused_and_the_chat_stays_anonymous(
+    small_helpcentre, settings, make_token, why
+):
+    settings.CUSTOMER_TOKEN_SECRET = "s" * 40
+    await Customer.objects.acreate(external_id="c-1001", name="Alex Morgan")
+    socket = await open_chat()
+    await socket.send_json_to(
+        {"type": "hello", "token": None, "after": 0, "customer_token": make_token(settings.CUSTOMER_TOKEN_SECRET)}
+    )
+    error = await socket.receive_json_from(timeout=WAIT_S)
+    assert error["code"] == "customer_token_refused" and why in error["message"] and "guest" in error["message"]
+    welcome = await next_frame(socket, "welcome")
+    assert welcome["signed_in"] is False
+    assert (await Conversation.objects.aget(public_id=welcome["conversation"])).customer_id is None
+    await socket.disconnect()

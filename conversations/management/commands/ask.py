@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from conversations.models import Conversation
 from conversations.turns import TurnError, answer_turn
+from customers.models import Customer
 from knowledge.models import Collection
 from knowledge.scope import VISIBLE_AUDIENCES
 
@@ -18,6 +19,9 @@ class Command(BaseCommand):
         parser.add_argument("--audience", choices=tuple(VISIBLE_AUDIENCES), default=None, help="Default: public")
         parser.add_argument("--collection", default="helpcentre")
         parser.add_argument("--conversation", default=None, help="Continue this conversation (its id)")
+        parser.add_argument(
+            "--customer", default=None, help="Ask as this verified customer (their id); audience follows them"
+        )
         parser.add_argument("--json", action="store_true")
 
     def _conversation(self, options: dict[str, Any]) -> Conversation:
@@ -28,12 +32,24 @@ class Command(BaseCommand):
                 raise CommandError(f"No conversation {options['conversation']!r}.") from None
             if options["audience"] and options["audience"] != chat.audience:
                 raise CommandError(f"Conversation {chat.public_id} is a {chat.audience} conversation.")
+            if options["customer"] and (chat.customer is None or chat.customer.external_id != options["customer"]):
+                raise CommandError(
+                    f"Conversation {chat.public_id} does not belong to customer {options['customer']!r}."
+                )
             return chat
         try:
             collection = Collection.objects.get(name=options["collection"])
         except Collection.DoesNotExist:
             raise CommandError(f"No collection {options['collection']!r}; run `manage.py ingest` first.") from None
-        return Conversation.objects.create(collection=collection, audience=options["audience"] or "public")
+        customer = None
+        if options["customer"]:
+            customer = Customer.objects.filter(external_id=options["customer"], erased_at__isnull=True).first()
+            if customer is None:
+                raise CommandError(f"No customer {options['customer']!r}; load them with `manage.py customers load`.")
+            if options["audience"]:
+                raise CommandError("--audience and --customer do not go together: a customer's audience follows them.")
+        audience = options["audience"] or ("member" if customer is not None and customer.is_member else "public")
+        return Conversation.objects.create(collection=collection, audience=audience, customer=customer)
 
     def handle(self, *args: Any, **options: Any) -> None:
         chat = self._conversation(options)
@@ -50,7 +66,8 @@ class Command(BaseCommand):
             f"evidence score: {result.evidence_score}"
         )
         for citation in result.citations:
-            self.stdout.write(f"  [{citation.number}] {citation.article} v{citation.version} › {citation.heading_path}")
+            version = f" v{citation.version}" if citation.version else ""
+            self.stdout.write(f"  [{citation.number}] {citation.article}{version} › {citation.heading_path}")
         for claim in result.claims:
             self.stdout.write(f"  claim ({'✓' if claim.supported else '✗'} {claim.tier.value}): {claim.text}")
         timings = ", ".join(f"{name} {ms:.0f}" for name, ms in result.latency_ms.items())

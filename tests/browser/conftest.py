@@ -20,6 +20,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db import connection
 
+from customers.loading import load_customers
 from tests.knowledge.helpers import sync_folder
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -93,13 +94,14 @@ def live_url(django_db_setup, django_db_blocker) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def served_helpcentre(live_url, embedder, tmp_path_factory, django_db_setup, django_db_blocker) -> Iterator[None]:
-    """The sample help centre and a staff account, committed so the server's threads see them; the
+    """The sample help centre, the sample customers and a staff account, committed so the server's threads see them; the
     database is emptied afterwards for the tests that follow."""
     # Committed data and no per-test transaction: the server's threads must see what the test sees.
     django_db_blocker.unblock()
     folder = tmp_path_factory.mktemp("served") / "helpcentre"
     shutil.copytree(settings.SAMPLE_HELP_CENTRE, folder)
     sync_folder(folder, embedder)
+    load_customers(Path(settings.BASE_DIR) / "customers" / "sample" / "customers.json")
     get_user_model().objects.create_user("sam", password=STAFF_PASSWORD, first_name="Sam", is_staff=True)
     yield
     call_command("flush", interactive=False, verbosity=0)

@@ -29,8 +29,8 @@ def page(browser) -> Iterator[Page]:
     context.close()
 
 
-def open_widget(page: Page, live_url: str) -> None:
-    page.goto(f"{live_url}/")
+def open_widget(page: Page, live_url: str, path: str = "/") -> None:
+    page.goto(f"{live_url}{path}")
     page.locator("[data-role=launcher]").click()
     expect(page.locator("[data-role=input]")).to_be_focused()
 
@@ -129,6 +129,23 @@ def test_staff_edit_a_referred_reply_and_it_appears_in_the_open_widget(
     action = StaffAction.objects.get(message__text__contains="after we approve them")
     assert (action.username, action.kind) == ("sam", "reply")
     staff_context.close()
+
+
+def test_a_signed_in_customer_sees_their_order_and_another_customer_does_not(browser, page, live_url, artifacts):
+    open_widget(page, live_url, "/?as=c-1001")
+    ask(page, "Where is my order 1042?")
+    answer = page.locator("[data-role=assistant][data-decision=answered]")
+    expect(answer).to_contain_text("Order #1042 was delivered on 20 November 2026", timeout=TURN_TIMEOUT_MS)
+    expect(answer.locator("[data-role=citations]")).to_contain_text("Order #1042")
+    page.screenshot(path=artifacts / "widget-order.png")
+
+    other = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    open_widget(other, live_url, "/?as=c-2002")
+    ask(other, "Where is my order 1042?")
+    reply = other.locator("[data-role=assistant][data-decision]")
+    expect(reply).to_contain_text("I can't find order #1042 on your account", timeout=TURN_TIMEOUT_MS)
+    expect(reply).not_to_contain_text("Parcelforce")
+    other.context.close()
 
 
 ABUSE = """async (url) => {

@@ -8,12 +8,15 @@ from decimal import Decimal
 
 import httpx2
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from conversations.chat import ChatError, verified_customer
 from conversations.generation import ORDER_NOT_FOUND_REPLY, SIGN_IN_REPLY
 from conversations.models import Conversation, Referral, Turn
 from conversations.turns import answer_turn
+from customers import tokens
+from customers.erasure import erase_customer
 from customers.facts import set_fact
 from customers.gatekeeper import certify_refund, refund_request_in
 from customers.models import ConversationSummary, Customer, Order, OrderLine, RefundDecision
@@ -192,7 +195,7 @@ def test_ask_runs_a_turn_as_a_verified_customer(bare_collection, alex, capsys):
     assert '"decision"' in capsys.readouterr().out
     chat_row = Conversation.objects.get()
     assert chat_row.customer == alex and chat_row.audience == "member"
-    with pytest.raises(Exception, match="No customer 'nobody'"):
+    with pytest.raises(CommandError, match="No customer 'nobody'"):
         call_command("ask", "hi", "--customer", "nobody")
 
 
@@ -233,3 +236,22 @@ def test_a_malformed_tool_call_requests_nothing(bare_collection, alex, embedder)
     )
     assert not RefundDecision.objects.exists()
     assert any("not usable" in note for note in Turn.objects.get(pk=result.turn_id).notes)
+
+
+def test_after_erasure_the_next_turn_knows_nothing_of_the_customer(bare_collection, alex, priya, embedder, settings):
+    settings.CUSTOMER_TOKEN_SECRET = "s" * 40
+    token = tokens.sign("c-1001", secret=settings.CUSTOMER_TOKEN_SECRET)
+    answer_turn(chat(bare_collection, alex), "Where is my order 1042?", services=services(embedder))
+    erase_customer(alex)
+
+    with pytest.raises(ChatError, match="not known here"):
+        verified_customer(token)  # the tombstone refuses their token
+    with pytest.raises(CommandError, match="No customer 'c-1001'"):
+        call_command("ask", "Where is my order 1042?", "--customer", "c-1001")
+    after = answer_turn(chat(bare_collection, priya), "Where is order 1042 going?", services=services(embedder))
+    assert after.reply == ORDER_NOT_FOUND_REPLY.format(numbers="#1042")
+    stored = " ".join(everything_stored(t) for t in Turn.objects.all())
+    for trace in ("Alex", "PF1042GB", "Linen item 1042"):
+        assert trace not in stored
+    assert not ConversationSummary.objects.filter(customer=alex).exists()
+    assert not Conversation.objects.filter(customer=alex).exists()

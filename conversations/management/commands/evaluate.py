@@ -7,6 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from conversations.answer_evaluation import GOLDEN_SET, GoldenSetError, evaluate_answers, read_golden_set
 from conversations.grounding_evaluation import GroundingDatasetError, evaluate_grounding, read_evidence_pairs
 from conversations.turns import default_services
 from knowledge.embeddings import default_embedder, secondary_embedder
@@ -36,13 +37,19 @@ class Command(BaseCommand):
         "Measure quality. `evaluate retrieval --dataset DIR`: index a BEIR dataset (hash-skip sync) and report "
         "nDCG@10, MRR@10, recall@k and latency for each stage, their fusion, and the final pipeline. "
         "`evaluate grounding --dataset SCIFACT --split train`: the support verifier on SUPPORT / CONTRADICT / "
-        "unrelated evidence sentences."
+        "unrelated evidence sentences. `evaluate answers [--dataset GOLDEN.jsonl]`: full turns on the golden "
+        "question set, with recall@3, MRR, answer correctness, abstention, audience leaks, unsupported claims "
+        "shipped and the failure tree."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("what", choices=["retrieval", "grounding"])
+        parser.add_argument("what", choices=["retrieval", "grounding", "answers"])
         parser.add_argument(
-            "--dataset", type=Path, required=True, help="A BEIR folder (corpus, queries, qrels; evidence for grounding)"
+            "--dataset",
+            type=Path,
+            default=None,
+            help="A BEIR folder (corpus, queries, qrels; evidence for grounding); for answers a golden JSONL "
+            "(default: the sample help centre's golden set)",
         )
         parser.add_argument("--split", default="test")
         parser.add_argument("--collection", default=None, help="Default: eval-<dataset folder name>")
@@ -100,9 +107,49 @@ class Command(BaseCommand):
         if options["json"]:
             options["json"].write_text(json.dumps(figures, indent=2))
 
+    def _answers(self, options: dict[str, Any]) -> None:
+        name = options["collection"] or "helpcentre"
+        try:
+            questions = read_golden_set(options["dataset"] or GOLDEN_SET)[: options["limit"]]
+            collection = Collection.objects.get(name=name)
+        except GoldenSetError as exc:
+            raise CommandError(str(exc)) from None
+        except Collection.DoesNotExist:
+            raise CommandError(f"No collection {name!r}; ingest the help centre first (make run does).") from None
+        bar = tqdm(total=len(questions), unit="question", disable=not sys.stderr.isatty())
+        evaluation = evaluate_answers(questions, collection, default_services(), progress=lambda _: bar.update(1))
+        bar.close()
+        summary = evaluation.summary
+        self.stdout.write(
+            f"{summary['questions']} questions ({summary['answerable']} answerable, {summary['unanswerable']} not) "
+            f"on {name}"
+        )
+        for key in (
+            "recall@3",
+            "mrr",
+            "answer_correct",
+            "abstention_correct",
+            "audience_leaks",
+            "unsupported_shipped",
+            "faithfulness",
+            "citation_validity",
+            "referral_rate",
+        ):
+            self.stdout.write(f"  {key:<20} {summary[key]}")
+        self.stdout.write(f"  failure tree: {summary['failure_tree']}")
+        for category, figures in summary["by_category"].items():
+            self.stdout.write(f"  {category:<13} {figures['correct']}/{figures['questions']} right")
+        if options["json"]:
+            options["json"].write_text(json.dumps(evaluation.as_json(), indent=2, default=str))
+
     def handle(self, *args: Any, **options: Any) -> None:
         if options["limit"] is not None and options["limit"] < 1:
             raise CommandError("--limit must be a positive number.")
+        if options["what"] == "answers":
+            self._answers(options)
+            return
+        if options["dataset"] is None:
+            raise CommandError(f"evaluate {options['what']} needs --dataset DIR.")
         if options["what"] == "grounding":
             self._grounding(options)
             return

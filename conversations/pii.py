@@ -55,7 +55,12 @@ _NOT_PII_AFTER = {
         r"(?:\s*(?:number|no\.?|id|#))?\s*[:#]?\s*$",
         re.IGNORECASE,
     ),
-    "PERSON": re.compile(r"\b(?:the|a|an|this|that|your|click|tap|press|select|choose)\s+$", re.IGNORECASE),
+    # "My order says Packed", "the status is Shipped": order statuses and button labels, not people.
+    "PERSON": re.compile(
+        r"\b(?:the|a|an|this|that|your|click|tap|press|select|choose|says|shows|reads|marked(?:\s+as)?"
+        r"|status(?:\s+is)?|changed\s+to)\s+$",
+        re.IGNORECASE,
+    ),
     "IP_ADDRESS": re.compile(r"\b(?:version|ver\.?|v|build|firmware|release)\s*$", re.IGNORECASE),
 }
 
@@ -254,6 +259,9 @@ def _plausible(text: str, kind: str, start: int, end: int) -> bool:
         if not (12 <= len(digits) <= 19 and luhn_valid(digits)):
             return False
     if kind == "PHONE_NUMBER" and len(_digits(value)) < MIN_PHONE_DIGITS:
+        return False
+    # Names have no digits; spaCy's small model reads error codes ("E-5001") and product codes as names.
+    if kind == "PERSON" and any(char.isdigit() for char in value):
         return False
     not_pii_after = _NOT_PII_AFTER.get(kind)
     # Bounded look-behind: the words that matter are the last few before the value.

@@ -49,11 +49,17 @@ def rewrite_query(
 
 
 _CLAUSE_END = re.compile(r"(?<=[.!?;])\s+")
+# Error codes, order numbers, SKUs: a token with a digit that is not just a quantity ("3 hours").
+_CODE = re.compile(r"\b[A-Za-z]+-?\d[\w-]*|#\d+|\b\d{4,}\b")
 
 
 def question_focus(message: str) -> str:
     """The question inside a chatty message ("Hi, I'm … I paid by card; how long until …?"): its clauses that
-    end in a question mark. Greetings and background otherwise drown the question for the cross-encoder."""
+    end in a question mark, and any clause with a code in it ("I keep getting E-5001."). Greetings and
+    background otherwise drown the question for the cross-encoder. A question that leans on what came before
+    it ("What can you do?") keeps the whole message."""
     clauses = _CLAUSE_END.split(message)
     questions = [clause for clause in clauses if clause.rstrip().endswith("?")]
-    return " ".join(questions) if questions and len(questions) < len(clauses) else message
+    if not questions or len(questions) == len(clauses) or len(content_words(" ".join(questions))) < 3:
+        return message
+    return " ".join(c for c in clauses if c in questions or _CODE.search(c))

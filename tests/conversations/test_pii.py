@@ -76,10 +76,19 @@ def test_it_catches_a_grouped_card_number_whatever_its_issuer(card):
         "Export fails with code E-4012 after 3 retries; order number 48291375.",
         "The Settings page shows Error 500 when I click Save.",
         "Version 10.2.3.4 crashed after the update.",
+        # Both were masked as names by spaCy's small model, which cost the golden set its identifier questions.
+        "I've been getting E-5001 for three hours now and I'm worried the items will sell out.",
+        "My order says Packed. What does that mean?",
     ],
 )
 def test_it_leaves_references_amounts_and_delays_alone(text):
     assert mask_pii(text) == MaskedText(text, ())
+
+
+def test_a_name_after_a_status_word_is_still_a_name_when_it_is_one():
+    assert mask_pii("My name is Jane Doe and my order says Packed.").text == (
+        "My name is <PERSON_1> and my order says Packed."
+    )
 
 
 def test_a_number_after_order_is_a_reference_even_when_it_could_be_a_phone():

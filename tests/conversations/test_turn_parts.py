@@ -125,6 +125,13 @@ def test_follow_ups_carry_the_previous_subject():
         "Express cost — and Ireland?"
     )
     assert question_focus("Hi! I'm Ana. I paid by card; how long do refunds take?") == "how long do refunds take?"
+    # A code in the background is kept; a question that leans on the background keeps it all.
+    assert (
+        question_focus("Hi. I keep getting E-5001. Why does checkout reject my debit card?")
+        == "I keep getting E-5001. Why does checkout reject my debit card?"
+    )
+    leaning = "I've been getting an error for three hours. What can you do?"
+    assert question_focus(leaning) == leaning
 
 
 def test_calibration_maths():

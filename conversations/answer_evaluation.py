@@ -138,7 +138,7 @@ class QuestionResult:
     branch: str = "ok"
 
 
-def _version_in_force(collection: Collection, article: str, on: date) -> str | None:
+def version_in_force(collection: Collection, article: str, on: date) -> str | None:
     version = (
         ArticleVersion.objects.filter(article__collection=collection, article__slug=article, effective_date__lte=on)
         .exclude(status__in=["draft", "review"])
@@ -148,7 +148,7 @@ def _version_in_force(collection: Collection, article: str, on: date) -> str | N
     return version.version_label if version else None
 
 
-def _is_gold(question: GoldenQuestion, record: dict[str, Any], versions: dict[str, str | None]) -> bool:
+def is_gold(question: GoldenQuestion, record: dict[str, Any], versions: dict[str, str | None]) -> bool:
     article, heading = record.get("article", ""), record.get("heading_path", "")
     if not any(g.matches(article, heading) for g in question.gold):
         return False
@@ -162,7 +162,7 @@ def _in_index(question: GoldenQuestion, collection: Collection, versions: dict[s
     ).values_list("version__article__slug", "heading_path", "version__version_label", "version__status")
     # A question about the present needs the published version; one about the past, the version then.
     return any(
-        _is_gold(question, {"article": article, "heading_path": heading, "version": label}, versions)
+        is_gold(question, {"article": article, "heading_path": heading, "version": label}, versions)
         and (question.as_of is not None or status == "published")
         for article, heading, label, status in chunks
     )
@@ -197,15 +197,15 @@ def evaluate_question(question: GoldenQuestion, collection: Collection, services
     turn_result = answer_turn(conversation, question.question, services=services)
     turn = Turn.objects.get(pk=turn_result.turn_id)
     versions = (
-        {g.article: _version_in_force(collection, g.article, question.as_of) for g in question.gold}
+        {g.article: version_in_force(collection, g.article, question.as_of) for g in question.gold}
         if question.as_of
         else {}
     )
     result = QuestionResult(question.id, question.category, question.answerable, turn.decision, turn.reply)
-    ranks = [i for i, c in enumerate(turn.candidates, start=1) if _is_gold(question, c, versions)]
+    ranks = [i for i, c in enumerate(turn.candidates, start=1) if is_gold(question, c, versions)]
     result.rank = ranks[0] if ranks else None
     result.in_index = question.answerable and _in_index(question, collection, versions)
-    result.in_context = any(_is_gold(question, p, versions) for p in turn.context if p.get("trust") == "retrieved")
+    result.in_context = any(is_gold(question, p, versions) for p in turn.context if p.get("trust") == "retrieved")
     reply = turn.reply.lower()
     result.correct = (
         question.answerable and turn.decision == "answered" and any(f.lower() in reply for f in question.facts)
@@ -272,12 +272,23 @@ def evaluate_answers(
     collection: Collection,
     services: TurnServices,
     *,
-    progress: Callable[[QuestionResult], None] | None = None,
+    progress: Callable[[QuestionResult, bool], None] | None = None,
+    finished: dict[str, QuestionResult] | None = None,
 ) -> AnswerEvaluation:
+    """Every question's result; those in ``finished`` (an interrupted run's) are reused, not redone.
+    ``progress`` hears each result, and whether it is new."""
     results = []
     for question in questions:
-        result = evaluate_question(question, collection, services)
+        known = (finished or {}).get(question.id)
+        result = known or evaluate_question(question, collection, services)
         results.append(result)
         if progress is not None:
-            progress(result)
+            progress(result, known is None)
     return AnswerEvaluation(summarise(results), results)
+
+
+def recall_at(results: list[QuestionResult], k: int) -> float:
+    answerable = [r for r in results if r.answerable]
+    return (
+        round(sum(r.rank is not None and r.rank <= k for r in answerable) / len(answerable), 3) if answerable else 0.0
+    )

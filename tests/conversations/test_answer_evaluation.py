@@ -2,6 +2,7 @@
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,8 +70,8 @@ def test_a_gold_section_covers_its_subsections():
     assert not gold.matches("returns", "Refunds › When the money arrives")
 
 
-def result(**fields) -> QuestionResult:
-    base = {"id": "q", "category": "plain", "answerable": True, "decision": "answered", "reply": ""}
+def result(**fields: Any) -> QuestionResult:
+    base: dict[str, Any] = {"id": "q", "category": "plain", "answerable": True, "decision": "answered", "reply": ""}
     return QuestionResult(**(base | fields))
 
 

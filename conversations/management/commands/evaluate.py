@@ -7,8 +7,17 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from conversations.answer_evaluation import GOLDEN_SET, GoldenSetError, evaluate_answers, read_golden_set
+from conversations.answer_evaluation import (
+    GOLDEN_SET,
+    GoldenSetError,
+    QuestionResult,
+    evaluate_answers,
+    read_golden_set,
+)
+from conversations.evaluation_runs import answers_report, close_run, finished_results, open_run, save_result
 from conversations.grounding_evaluation import GroundingDatasetError, evaluate_grounding, read_evidence_pairs
+from conversations.models import EvaluationKind
+from conversations.report import write_report
 from conversations.turns import default_services
 from knowledge.embeddings import default_embedder, secondary_embedder
 from knowledge.errors import KnowledgeError
@@ -63,6 +72,10 @@ class Command(BaseCommand):
         parser.add_argument("--with-rerank", action="store_true", help="Also measure the reranked fusion")
         parser.add_argument("--rerank-blend", type=float, default=None, help="0 = fused order, 1 = reranker only")
         parser.add_argument("--fusion-grid", action="store_true", help="Compare fusion settings (nDCG@10) instead")
+        parser.add_argument("--report", type=Path, default=None, help="answers: write an HTML report with plots here")
+        parser.add_argument(
+            "--resume", action="store_true", help="answers: continue the newest unfinished run with the same settings"
+        )
 
     def _config(self, options: dict[str, Any]) -> RetrievalConfig:
         base = default_config()
@@ -109,20 +122,39 @@ class Command(BaseCommand):
 
     def _answers(self, options: dict[str, Any]) -> None:
         name = options["collection"] or "helpcentre"
+        dataset = options["dataset"] or GOLDEN_SET
         try:
-            questions = read_golden_set(options["dataset"] or GOLDEN_SET)[: options["limit"]]
-            collection = Collection.objects.get(name=name)
+            questions = read_golden_set(dataset)[: options["limit"]]
+            collection = Collection.objects.select_related("embedding_space", "secondary_space").get(name=name)
         except GoldenSetError as exc:
             raise CommandError(str(exc)) from None
         except Collection.DoesNotExist:
             raise CommandError(f"No collection {name!r}; ingest the help centre first (make run does).") from None
+        run = open_run(EvaluationKind.ANSWERS, str(dataset), collection, resume=options["resume"])
+        finished = finished_results(run)
+        if finished:
+            self.stderr.write(f"Resuming run {run.pk}: {len(finished)} questions already done.")
         bar = tqdm(total=len(questions), unit="question", disable=not sys.stderr.isatty())
-        evaluation = evaluate_answers(questions, collection, default_services(), progress=lambda _: bar.update(1))
-        bar.close()
+
+        def progress(result: QuestionResult, new: bool) -> None:
+            if new:
+                save_result(run, result)  # kept at once: an interrupted run resumes from here
+            bar.update(1)
+
+        try:
+            evaluation = evaluate_answers(
+                questions, collection, default_services(), progress=progress, finished=finished
+            )
+        except KeyboardInterrupt:
+            raise CommandError(f"Interrupted; run {run.pk} keeps what was done. Resume with --resume.") from None
+        finally:
+            bar.close()
+        sections, plots = answers_report(evaluation)
+        close_run(run, evaluation.summary, plots)
         summary = evaluation.summary
         self.stdout.write(
-            f"{summary['questions']} questions ({summary['answerable']} answerable, {summary['unanswerable']} not) "
-            f"on {name}"
+            f"run {run.pk}: {summary['questions']} questions ({summary['answerable']} answerable, "
+            f"{summary['unanswerable']} not) on {name}"
         )
         for key in (
             "recall@3",
@@ -141,6 +173,9 @@ class Command(BaseCommand):
             self.stdout.write(f"  {category:<13} {figures['correct']}/{figures['questions']} right")
         if options["json"]:
             options["json"].write_text(json.dumps(evaluation.as_json(), indent=2, default=str))
+        if options["report"]:
+            index = write_report(options["report"], f"Answer evaluation, run {run.pk}", sections, plots)
+            self.stdout.write(f"report: {index}")
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["limit"] is not None and options["limit"] < 1:

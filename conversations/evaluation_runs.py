@@ -1,0 +1,127 @@
+"""Evaluation runs kept in the database: what was run, with which settings and models, each question's
+result as soon as it is known (so an interrupted run resumes), the figures and the plots."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from conversations.answer_evaluation import BRANCHES, CATEGORIES, AnswerEvaluation, QuestionResult, recall_at
+from conversations.models import Conversation, EvaluationResult, EvaluationRun
+from conversations.report import Section, bar_chart, encode, line_chart
+from conversations.turns import abstention_threshold
+from knowledge.models import Collection
+
+RECALL_DEPTHS = range(1, 7)
+
+
+def snapshot_settings(collection: Collection) -> dict[str, Any]:
+    """The settings a result depends on: two runs with the same snapshot measure the same system."""
+    return {
+        "generator": f"claude:{settings.ANTHROPIC_MODEL}" if settings.ANTHROPIC_API_KEY else "extractive",
+        "retrieval_stages": list(settings.RETRIEVAL_STAGES),
+        "fusion": settings.RETRIEVAL_FUSION,
+        "weights": dict(settings.RETRIEVAL_WEIGHTS),
+        "rerank": settings.RERANK_ENABLED,
+        "answer_passages": settings.ANSWER_PASSAGES,
+        "context_budget_tokens": settings.CONTEXT_BUDGET_TOKENS,
+        "abstention_threshold": round(abstention_threshold(Conversation(collection=collection)), 4),
+        "grounding": [settings.GROUNDING_SIMILARITY_THRESHOLD, settings.GROUNDING_SUPPORT_THRESHOLD],
+    }
+
+
+def fingerprint(collection: Collection) -> str:
+    spaces = [collection.embedding_space, collection.secondary_space]
+    return " + ".join(f"{s.model_name}@{s.weights_sha256[:12]}" for s in spaces if s is not None)
+
+
+def open_run(kind: str, dataset: str, collection: Collection, *, resume: bool) -> EvaluationRun:
+    """A new run, or with ``resume`` the newest unfinished one of the same kind, dataset, settings and models."""
+    snapshot, models = snapshot_settings(collection), fingerprint(collection)
+    if resume:
+        unfinished = EvaluationRun.objects.filter(
+            kind=kind, dataset=dataset, fingerprint=models, settings=snapshot, finished_at__isnull=True
+        ).first()
+        if unfinished is not None:
+            return unfinished
+    return EvaluationRun.objects.create(kind=kind, dataset=dataset, settings=snapshot, fingerprint=models)
+
+
+def finished_results(run: EvaluationRun) -> dict[str, QuestionResult]:
+    return {r.question_id: QuestionResult(**r.result) for r in run.results.all()}
+
+
+def save_result(run: EvaluationRun, result: QuestionResult) -> None:
+    EvaluationResult.objects.update_or_create(run=run, question_id=result.id, defaults={"result": asdict(result)})
+
+
+def close_run(run: EvaluationRun, figures: dict[str, Any], plots: dict[str, bytes]) -> None:
+    run.figures, run.plots, run.finished_at = figures, encode(plots), timezone.now()
+    run.save(update_fields=["figures", "plots", "finished_at"])
+
+
+def answers_report(evaluation: AnswerEvaluation) -> tuple[list[Section], dict[str, bytes]]:
+    summary, results = evaluation.summary, evaluation.results
+    by_category = summary["by_category"]
+    categories = [c for c in CATEGORIES if c in by_category]
+    tree = summary["failure_tree"]
+    plots = {
+        "recall_at_k": line_chart(
+            list(RECALL_DEPTHS),
+            {"recall@k": [recall_at(results, k) for k in RECALL_DEPTHS]},
+            title="Gold chunk among the turn's first k candidates",
+            xlabel="k",
+            ylabel="share of answerable questions",
+        ),
+        "by_category": bar_chart(
+            categories,
+            {
+                "right": [
+                    summary["by_category"][c]["correct"] / summary["by_category"][c]["questions"] for c in categories
+                ]
+            },
+            title="Right answers (or right abstentions) by category",
+            ylabel="share",
+        ),
+        "failure_tree": bar_chart(
+            ["ok", *BRANCHES],
+            {"questions": [tree.get(b, 0) for b in ("ok", *BRANCHES)]},
+            title="Where each question went wrong (first failing stage)",
+            ylabel="questions",
+        ),
+    }
+    headline = [k for k in summary if not isinstance(summary[k], dict)]
+    sections = [
+        Section(
+            "Figures", columns=["measure", "value"], rows=[[k, summary[k]] for k in headline], plots=["recall_at_k"]
+        ),
+        Section(
+            "By category",
+            columns=["category", "questions", "right"],
+            rows=[
+                [c, summary["by_category"][c]["questions"], summary["by_category"][c]["correct"]] for c in categories
+            ],
+            plots=["by_category"],
+        ),
+        Section(
+            "Failure tree",
+            "coverage: the gold chunk is not in the index; retrieval: not among the turn's candidates; assembly: "
+            "retrieved but not kept in the context; generation: in the context but not answered, or answered wrong.",
+            columns=["branch", "questions"],
+            rows=[[b, tree.get(b, 0)] for b in ("ok", *BRANCHES)],
+            plots=["failure_tree"],
+        ),
+        Section(
+            "Questions that went wrong",
+            columns=["id", "category", "branch", "decision", "rank", "reply"],
+            rows=[
+                [r.id, r.category, r.branch, r.decision, r.rank or "–", r.reply[:160]]
+                for r in results
+                if r.branch != "ok"
+            ],
+        ),
+    ]
+    return sections, plots

@@ -1,0 +1,145 @@
+"""Experiments on the golden set: how retrieval settings and the abstention threshold trade quality.
+
+Retrieval is measured alone here (no generation): each question is rewritten by the same rule a turn uses
+and searched with the asker's audience; recall@3 and MRR over the answerable questions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Any
+
+from conversations.answer_evaluation import TOP_K, GoldenQuestion, is_gold, version_in_force
+from conversations.calibration import Row, tradeoff
+from conversations.models import Conversation
+from conversations.rewrite import question_focus, rewrite_by_rule
+from conversations.turns import TurnServices, current_policy, gather_evidence
+from knowledge.embeddings import Embedder
+from knowledge.models import Collection
+from knowledge.retrieval import Hit, RetrievalConfig, default_config, search
+from supportbot.stopwatch import Stopwatch
+
+DEPTH = 6  # what a turn retrieves (ANSWER_PASSAGES)
+
+
+@dataclass(frozen=True)
+class RetrievalFigures:
+    setting: str
+    recall_at_3: float
+    mrr: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"setting": self.setting, f"recall@{TOP_K}": self.recall_at_3, "mrr": self.mrr}
+
+
+def _record(hit: Hit) -> dict[str, str]:
+    """A hit in the shape a turn stores its candidates."""
+    version = hit.chunk.version
+    return {"article": version.article.slug, "heading_path": hit.heading_path, "version": version.version_label}
+
+
+def search_query(question: GoldenQuestion) -> str:
+    """The query a turn would search with (the rule rewrite; no model)."""
+    return question_focus(rewrite_by_rule(list(question.history), question.question))
+
+
+def golden_retrieval(
+    questions: Iterable[GoldenQuestion],
+    collection: Collection,
+    *,
+    config: RetrievalConfig,
+    embedder: Embedder,
+    setting: str,
+) -> RetrievalFigures:
+    ranks: list[int | None] = []
+    for question in questions:
+        if not question.answerable:
+            continue
+        versions = (
+            {g.article: version_in_force(collection, g.article, question.as_of) for g in question.gold}
+            if question.as_of
+            else {}
+        )
+        hits = search(
+            search_query(question),
+            collection=collection,
+            audience=question.audience,
+            as_of=question.as_of,
+            k=DEPTH,
+            config=config,
+            embedder=embedder,
+        )
+        records = [
+            {
+                "article": h.chunk.version.article.slug,
+                "heading_path": h.heading_path,
+                "version": h.chunk.version.version_label,
+            }
+            for h in hits
+        ]
+        ranks.append(next((i for i, r in enumerate(records, start=1) if is_gold(question, r, versions)), None))
+    found = [r for r in ranks if r is not None]
+    return RetrievalFigures(
+        setting,
+        round(sum(r <= TOP_K for r in found) / len(ranks), 3) if ranks else 0.0,
+        round(sum(1 / r for r in found) / len(ranks), 3) if ranks else 0.0,
+    )
+
+
+def fusion_settings(base: RetrievalConfig) -> list[tuple[str, RetrievalConfig]]:
+    """RRF at several k, and weighted fusion from all-BM25 (α 0) to all-dense (α 1), each with and without
+    the reranker. α splits the dense weight evenly between the two dense models; fuzzy keeps its weight."""
+    settings: list[tuple[str, RetrievalConfig]] = []
+    for k in (10, 30, 60, 100):
+        settings.append((f"rrf k={k}", replace(base, fusion="rrf", rrf_k=k)))
+    dense = [s for s in base.stages if s.startswith("dense")]
+    for alpha in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0):
+        weights = {**base.weights, "bm25": round(1 - alpha, 2), **{s: round(alpha / len(dense), 3) for s in dense}}
+        settings.append((f"weighted α={alpha}", replace(base, fusion="weighted", weights=MappingProxyType(weights))))
+    return settings + [(f"{name} + rerank", replace(config, rerank=True)) for name, config in settings]
+
+
+def fusion_experiment(
+    questions: list[GoldenQuestion],
+    collection: Collection,
+    *,
+    embedder: Embedder,
+    progress: Callable[[str], None] | None = None,
+) -> list[RetrievalFigures]:
+    rows = []
+    for name, config in fusion_settings(default_config()):
+        rows.append(golden_retrieval(questions, collection, config=config, embedder=embedder, setting=name))
+        if progress is not None:
+            progress(name)
+    return rows
+
+
+def threshold_experiment(
+    questions: list[GoldenQuestion],
+    collection: Collection,
+    services: TurnServices,
+    *,
+    progress: Callable[[GoldenQuestion], None] | None = None,
+) -> tuple[list[Row], list[tuple[float, bool]]]:
+    """The evidence score of every question (what a turn abstains on) and the trade-off table over
+    thresholds: share of answerable questions answered against share of unanswerable ones answered."""
+    policy = current_policy(Conversation(collection=collection))
+    scores: list[tuple[float, bool]] = []
+    for question in questions:
+        found = gather_evidence(
+            search_query(question),
+            collection=collection,
+            audience=question.audience,
+            policy=policy,
+            history=[],
+            services=services,
+            watch=Stopwatch(),
+        )
+        scores.append(
+            (found.evidence_score if found.evidence_score is not None else float("-inf"), question.answerable)
+        )
+        if progress is not None:
+            progress(question)
+    return tradeoff(scores), scores

@@ -34,8 +34,8 @@ from knowledge.sources import SourceDocument, read_beir_corpus, read_markdown_tr
 
 HELPCENTRE_PREFIX = "exp-chunk-"
 BEIR_PREFIX = "exp-chunk-stackfaq-"
-# Collection names are slugs of at most 100 characters; the longer prefix bounds a variant's name.
-_MAX_NAME = Collection._meta.get_field("name").max_length - len(BEIR_PREFIX)
+# Collection.name is a slug of at most 100 characters; the longer prefix bounds a variant's name.
+_MAX_NAME = 100 - len(BEIR_PREFIX)
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 

@@ -132,6 +132,11 @@ class Command(BaseCommand):
 
     def _chunking(self, questions: list[GoldenQuestion], collection: Collection, options: dict[str, Any]) -> Result:
         bar = self._bar(len(VARIANTS) * (2 if options["stackfaq"] else 1), "step")
+
+        def ingested(summary: str) -> None:
+            bar.update(1)
+            self.stderr.write(summary)  # what each variant's ingest did, failures included
+
         figures = run_chunking_experiment(
             VARIANTS,
             golden_questions=questions,
@@ -141,7 +146,7 @@ class Command(BaseCommand):
             embedder=default_embedder(),
             secondary=secondary_embedder(),
             query_limit=options["limit"],
-            progress=lambda _: bar.update(1),
+            progress=ingested,
         )
         bar.close()
         rows = [f.as_dict() for f in figures]

@@ -1,0 +1,55 @@
+"""The experiments on the golden set and how their runs appear: stored, reported, shown in the admin."""
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from conversations.experiments import fusion_settings
+from conversations.models import EvaluationRun
+from knowledge.retrieval import default_config
+
+pytestmark = pytest.mark.django_db
+
+QUESTIONS = [
+    {
+        "id": "card-days",
+        "category": "plain",
+        "question": "How long until a card refund shows on my statement?",
+        "answerable": True,
+        "gold": [{"article": "refunds", "heading_path": "Refunds › When the money arrives"}],
+        "fact": "5 to 10 business days",
+    },
+    {"id": "mars", "category": "unanswerable", "question": "Do you deliver to Mars colonies?", "answerable": False},
+]
+
+
+def test_fusion_settings_cover_rrf_and_every_alpha_with_and_without_the_reranker():
+    settings = dict(fusion_settings(default_config()))
+    assert len(settings) == 20
+    assert settings["rrf k=10"].fusion == "rrf" and settings["rrf k=10"].rrf_k == 10
+    bm25_only = settings["weighted α=0.0"].weights
+    assert bm25_only["bm25"] == 1.0 and bm25_only["dense"] == 0.0 and bm25_only["dense_secondary"] == 0.0
+    assert settings["weighted α=1.0 + rerank"].rerank and not settings["weighted α=1.0"].rerank
+
+
+def test_the_threshold_experiment_is_stored_reported_and_shown_in_the_admin(helpcentre, tmp_path, admin_client):
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("\n".join(json.dumps(q) for q in QUESTIONS) + "\n")
+    out = StringIO()
+    call_command("experiment", "threshold", "--dataset", str(golden), "--report", str(tmp_path / "r"), stdout=out)
+
+    run = EvaluationRun.objects.get(kind="threshold")
+    assert len(run.figures["rows"]) == 2 and set(run.plots) == {"threshold"} and run.finished_at
+    # The answerable question's evidence outscores the unanswerable one's: some threshold separates them.
+    assert any(r["answerable_answered"] == 1.0 and r["unanswerable_answered"] == 0.0 for r in run.figures["rows"])
+    assert "At the threshold in force" in (tmp_path / "r" / "index.html").read_text()
+
+    listing = admin_client.get("/admin/conversations/evaluationrun/").content.decode()
+    assert "2 settings compared" in listing and 'src="data:image/png;base64,' in listing
+
+
+def test_experiment_refuses_a_missing_collection(tmp_path):
+    with pytest.raises(CommandError, match="No collection 'nope'"):
+        call_command("experiment", "threshold", "--collection", "nope")

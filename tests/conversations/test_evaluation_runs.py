@@ -1,7 +1,6 @@
 """Evaluation runs: stored with their settings, figures and plots; an interrupted run resumes without redoing
 finished questions; the report is a page people can open."""
 
-import json
 from io import StringIO
 from pathlib import Path
 from typing import Any, cast
@@ -13,27 +12,14 @@ from conversations.answer_evaluation import QuestionResult, evaluate_answers, re
 from conversations.evaluation_runs import close_run, finished_results, open_run, save_result
 from conversations.models import EvaluationRun
 from conversations.turns import TurnServices
+from tests.conversations.tiny_golden import write_golden
 
 pytestmark = pytest.mark.django_db
-
-QUESTIONS = [
-    {
-        "id": "card-days",
-        "category": "plain",
-        "question": "How long until a card refund shows on my statement?",
-        "answerable": True,
-        "gold": [{"article": "refunds", "heading_path": "Refunds › When the money arrives"}],
-        "fact": "5 to 10 business days",
-    },
-    {"id": "mars", "category": "unanswerable", "question": "Do you deliver to Mars colonies?", "answerable": False},
-]
 
 
 @pytest.fixture
 def golden(tmp_path: Path) -> Path:
-    path = tmp_path / "golden.jsonl"
-    path.write_text("\n".join(json.dumps(q) for q in QUESTIONS) + "\n")
-    return path
+    return write_golden(tmp_path)
 
 
 def test_resume_reopens_the_unfinished_run_with_the_same_settings(helpcentre):

@@ -1,6 +1,5 @@
 """The experiments on the golden set and how their runs appear: stored, reported, shown in the admin."""
 
-import json
 from io import StringIO
 
 import pytest
@@ -9,20 +8,9 @@ from django.core.management import CommandError, call_command
 from conversations.experiments import fusion_settings
 from conversations.models import EvaluationRun
 from knowledge.retrieval import default_config
+from tests.conversations.tiny_golden import write_golden
 
 pytestmark = pytest.mark.django_db
-
-QUESTIONS = [
-    {
-        "id": "card-days",
-        "category": "plain",
-        "question": "How long until a card refund shows on my statement?",
-        "answerable": True,
-        "gold": [{"article": "refunds", "heading_path": "Refunds › When the money arrives"}],
-        "fact": "5 to 10 business days",
-    },
-    {"id": "mars", "category": "unanswerable", "question": "Do you deliver to Mars colonies?", "answerable": False},
-]
 
 
 def test_fusion_settings_cover_rrf_and_every_alpha_with_and_without_the_reranker():
@@ -35,8 +23,7 @@ def test_fusion_settings_cover_rrf_and_every_alpha_with_and_without_the_reranker
 
 
 def test_the_threshold_experiment_is_stored_reported_and_shown_in_the_admin(helpcentre, tmp_path, admin_client):
-    golden = tmp_path / "golden.jsonl"
-    golden.write_text("\n".join(json.dumps(q) for q in QUESTIONS) + "\n")
+    golden = write_golden(tmp_path)
     out = StringIO()
     call_command("experiment", "threshold", "--dataset", str(golden), "--report", str(tmp_path / "r"), stdout=out)
 

@@ -12,14 +12,12 @@ from types import MappingProxyType
 from typing import Any
 
 from conversations.answer_evaluation import TOP_K, GoldenQuestion, is_gold, version_in_force
-from conversations.calibration import Row, tradeoff
-from conversations.models import Conversation
+from conversations.calibration import LabelledQuestion, Row, signals_for, tradeoff
 from conversations.rewrite import question_focus, rewrite_by_rule
-from conversations.turns import TurnServices, current_policy, gather_evidence
+from conversations.turns import TurnServices
 from knowledge.embeddings import Embedder
 from knowledge.models import Collection
 from knowledge.retrieval import Hit, RetrievalConfig, default_config, search
-from supportbot.stopwatch import Stopwatch
 
 DEPTH = 6  # what a turn retrieves (ANSWER_PASSAGES)
 
@@ -123,23 +121,13 @@ def threshold_experiment(
     *,
     progress: Callable[[GoldenQuestion], None] | None = None,
 ) -> tuple[list[Row], list[tuple[float, bool]]]:
-    """The evidence score of every question (what a turn abstains on) and the trade-off table over
-    thresholds: share of answerable questions answered against share of unanswerable ones answered."""
-    policy = current_policy(Conversation(collection=collection))
+    """The evidence score of every question (what a turn abstains on, measured exactly as calibration
+    measures it) and the trade-off table over thresholds: share of answerable questions answered against
+    share of unanswerable ones answered."""
     scores: list[tuple[float, bool]] = []
     for question in questions:
-        found = gather_evidence(
-            search_query(question),
-            collection=collection,
-            audience=question.audience,
-            policy=policy,
-            history=[],
-            services=services,
-            watch=Stopwatch(),
-        )
-        scores.append(
-            (found.evidence_score if found.evidence_score is not None else float("-inf"), question.answerable)
-        )
+        labelled = LabelledQuestion(search_query(question), question.audience, question.answerable, None)
+        scores.append((signals_for(labelled, collection, services)["sentence_top"], question.answerable))
         if progress is not None:
             progress(question)
     return tradeoff(scores), scores

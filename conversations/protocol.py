@@ -99,8 +99,8 @@ class Handoff:
 Frame = Hello | CustomerMessage | Typing | Handoff
 
 
-def parse_frame(text: str | None, *, max_bytes: int, binary: bool = False) -> Frame:
-    """Turn one websocket frame into a typed request, or raise FrameError saying what is wrong with it."""
+def _json_object(text: str | None, *, max_bytes: int, binary: bool) -> dict[str, Any]:
+    """A frame's JSON object, after the checks every socket makes: text, size, UTF-8, JSON, an object."""
     if binary or text is None:
         raise FrameError("not_text", "Frames must be JSON text; binary frames are not accepted.")
     try:
@@ -115,6 +115,12 @@ def parse_frame(text: str | None, *, max_bytes: int, binary: bool = False) -> Fr
         raise FrameError("bad_json", f"The frame is not valid JSON ({exc.msg} at character {exc.pos}).") from None
     if not isinstance(data, dict):
         raise FrameError("bad_frame", 'A frame must be a JSON object with a "type".')
+    return data
+
+
+def parse_frame(text: str | None, *, max_bytes: int, binary: bool = False) -> Frame:
+    """Turn one websocket frame into a typed request, or raise FrameError saying what is wrong with it."""
+    data = _json_object(text, max_bytes=max_bytes, binary=binary)
     kind = data.get("type")
     if kind == "hello":
         return _hello(data)
@@ -160,15 +166,8 @@ STAFF_FRAME_BYTES = 1024
 
 def parse_staff_typing(text: str | None, *, binary: bool = False) -> uuid.UUID:
     """The conversation a staff member is typing in: the only frame the staff socket takes."""
-    if binary or text is None:
-        raise FrameError("not_text", "Frames must be JSON text.")
-    if len(text) > STAFF_FRAME_BYTES:
-        raise FrameError("too_large", f"Staff frames are at most {STAFF_FRAME_BYTES} bytes.")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FrameError("bad_json", f"The frame is not valid JSON ({exc.msg} at character {exc.pos}).") from None
-    if not isinstance(data, dict) or data.get("type") != "typing":
+    data = _json_object(text, max_bytes=STAFF_FRAME_BYTES, binary=binary)
+    if data.get("type") != "typing":
         raise FrameError("read_only", 'Staff act through the queue\'s buttons; this socket takes only "typing".')
     try:
         return uuid.UUID(str(data.get("conversation")))

@@ -148,6 +148,13 @@ def version_in_force(collection: Collection, article: str, on: date) -> str | No
     return version.version_label if version else None
 
 
+def versions_then(question: GoldenQuestion, collection: Collection) -> dict[str, str | None]:
+    """For a question asked on a past day, the version of each gold article in force that day."""
+    if question.as_of is None:
+        return {}
+    return {g.article: version_in_force(collection, g.article, question.as_of) for g in question.gold}
+
+
 def is_gold(question: GoldenQuestion, record: dict[str, Any], versions: dict[str, str | None]) -> bool:
     article, heading = record.get("article", ""), record.get("heading_path", "")
     if not any(g.matches(article, heading) for g in question.gold):
@@ -193,14 +200,10 @@ def _branch(result: QuestionResult) -> str:
 def evaluate_question(question: GoldenQuestion, collection: Collection, services: TurnServices) -> QuestionResult:
     conversation = Conversation.objects.create(collection=collection, audience=question.audience)
     for earlier in question.history:
-        answer_turn(conversation, earlier, services=services)
-    turn_result = answer_turn(conversation, question.question, services=services)
+        answer_turn(conversation, earlier, services=services, today=question.as_of)
+    turn_result = answer_turn(conversation, question.question, services=services, today=question.as_of)
     turn = Turn.objects.get(pk=turn_result.turn_id)
-    versions = (
-        {g.article: version_in_force(collection, g.article, question.as_of) for g in question.gold}
-        if question.as_of
-        else {}
-    )
+    versions = versions_then(question, collection)
     result = QuestionResult(question.id, question.category, question.answerable, turn.decision, turn.reply)
     ranks = [i for i, c in enumerate(turn.candidates, start=1) if is_gold(question, c, versions)]
     result.rank = ranks[0] if ranks else None

@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
+
+from django.utils import timezone
 
 from conversations.turns import DEFAULT_POLICY, TurnServices, gather_evidence
 from knowledge.models import Collection
@@ -28,6 +31,7 @@ class LabelledQuestion:
     audience: str
     answerable: bool
     article: str | None
+    asked_on: date | None = None  # the versions in force then; None: today
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,7 @@ def signals_for(question: LabelledQuestion, collection: Collection, services: Tu
         question.question,
         collection=collection,
         audience=question.audience,
+        today=question.asked_on or timezone.localdate(),
         policy=DEFAULT_POLICY,
         history=[],
         services=services,

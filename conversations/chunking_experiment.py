@@ -26,7 +26,7 @@ from conversations.experiments import golden_retrieval
 from knowledge.chunking import ChunkBounds, Strategy
 from knowledge.embeddings import Embedder
 from knowledge.errors import IngestFileError
-from knowledge.evaluation import evaluate_retrieval, read_queries
+from knowledge.evaluation import evaluate_search, read_queries
 from knowledge.ingest import ingest
 from knowledge.models import ArticleVersion, Chunk, Collection
 from knowledge.retrieval import RetrievalConfig, default_config
@@ -76,6 +76,7 @@ class ChunkingRow:
     source_chars: int
     recall_at_3: float
     mrr: float
+    ndcg_at_10: float | None  # BEIR corpora only: the golden set has no graded relevance per document
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -86,6 +87,7 @@ class ChunkingRow:
             "source_chars": self.source_chars,
             f"recall@{TOP_K}": self.recall_at_3,
             "mrr": self.mrr,
+            "ndcg@10": self.ndcg_at_10,
         }
 
 
@@ -127,9 +129,11 @@ def _ingest_variant(
     return Collection.objects.get(name=name)
 
 
-def _row(variant: ChunkingVariant, corpus: str, collection: Collection, recall: float, mrr: float) -> ChunkingRow:
+def _row(
+    variant: ChunkingVariant, corpus: str, collection: Collection, recall: float, mrr: float, ndcg: float | None
+) -> ChunkingRow:
     chunks, stored, source = _index_size(collection)
-    return ChunkingRow(variant.name, corpus, chunks, stored, source, recall, mrr)
+    return ChunkingRow(variant.name, corpus, chunks, stored, source, recall, mrr, ndcg)
 
 
 def _retrieval_config(secondary: Embedder | None) -> RetrievalConfig:
@@ -178,7 +182,7 @@ def run_chunking_experiment(
             progress=progress,
         )
         golden = golden_retrieval(golden_questions, collection, config=config, embedder=embedder, setting=variant.name)
-        rows.append(_row(variant, "golden", collection, golden.recall_at_3, golden.mrr))
+        rows.append(_row(variant, "golden", collection, golden.recall_at_3, golden.mrr, None))
         if stackfaq_dir is None:
             continue
         collection = _ingest_variant(
@@ -192,6 +196,8 @@ def run_chunking_experiment(
             detect_boilerplate=False,
             progress=progress,
         )
-        final = evaluate_retrieval(collection, queries, embedder=embedder, config=config)["final"]
-        rows.append(_row(variant, stackfaq_dir.name, collection, final[f"recall@{TOP_K}"], final["mrr@10"]))
+        final = evaluate_search(collection, queries, embedder=embedder, config=config)
+        rows.append(
+            _row(variant, stackfaq_dir.name, collection, final[f"recall@{TOP_K}"], final["mrr@10"], final["ndcg@10"])
+        )
     return rows

@@ -63,6 +63,31 @@ def close_run(run: EvaluationRun, figures: dict[str, Any], plots: dict[str, byte
     run.save(update_fields=["figures", "plots", "finished_at"])
 
 
+def stages_report(stages: dict[str, dict[str, float]]) -> tuple[Section, dict[str, bytes]]:
+    """Each retrieval stage's figures (from `golden_stage_figures`) as a table and recall@k curves."""
+    cutoffs = [int(key.split("@")[1]) for key in next(iter(stages.values())) if key.startswith("recall@")]
+    plot = line_chart(
+        cutoffs,
+        {stage: [figures[f"recall@{k}"] for k in cutoffs] for stage, figures in stages.items()},
+        title="Answer among each stage's first k chunks",
+        xlabel="k",
+        ylabel="share of answerable questions",
+    )
+    section = Section(
+        "Retrieval by stage",
+        "Each stage alone, their fusion, and the fusion reranked by the cross-encoder (measured whether or not "
+        "the reranker is on), every question searched as a turn searches it. One relevant item per question: "
+        "its answer, i.e. any chunk of a gold section.",
+        columns=["stage", "nDCG@10", "MRR@10", *(f"recall@{k}" for k in cutoffs)],
+        rows=[
+            [stage, figures["ndcg@10"], figures["mrr@10"], *(figures[f"recall@{k}"] for k in cutoffs)]
+            for stage, figures in stages.items()
+        ],
+        plots=["recall_by_stage"],
+    )
+    return section, {"recall_by_stage": plot}
+
+
 def answers_report(evaluation: AnswerEvaluation) -> tuple[list[Section], dict[str, bytes]]:
     summary, results = evaluation.summary, evaluation.results
     by_category = summary["by_category"]

@@ -1,7 +1,9 @@
-"""Experiments on the golden set: how retrieval settings and the abstention threshold trade quality.
+"""Experiments on the golden set: how retrieval settings and the abstention threshold trade quality, and
+what each retrieval stage contributes.
 
 Retrieval is measured alone here (no generation): each question is rewritten by the same rule a turn uses
-and searched with the asker's audience; recall@3 and MRR over the answerable questions.
+and searched with the asker's audience on the day it is asked; recall@3 and MRR over the answerable
+questions.
 """
 
 from __future__ import annotations
@@ -11,13 +13,20 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
-from conversations.answer_evaluation import TOP_K, GoldenQuestion, is_gold, version_in_force
+from django.utils import timezone
+
+from conversations.answer_evaluation import TOP_K, GoldenQuestion, is_gold, versions_then
 from conversations.calibration import LabelledQuestion, Row, signals_for, tradeoff
 from conversations.rewrite import question_focus, rewrite_by_rule
 from conversations.turns import TurnServices
+from knowledge import metrics
 from knowledge.embeddings import Embedder
-from knowledge.models import Collection
-from knowledge.retrieval import Hit, RetrievalConfig, default_config, search
+from knowledge.evaluation import DEPTH as STAGE_DEPTH
+from knowledge.evaluation import StageFigures
+from knowledge.fusion import fuse
+from knowledge.models import Chunk, Collection
+from knowledge.retrieval import Hit, RetrievalConfig, default_config, prepare_query, rerank, run_stages, search
+from knowledge.scope import Scope
 
 DEPTH = 6  # what a turn retrieves (ANSWER_PASSAGES)
 
@@ -55,28 +64,17 @@ def golden_retrieval(
     for question in questions:
         if not question.answerable:
             continue
-        versions = (
-            {g.article: version_in_force(collection, g.article, question.as_of) for g in question.gold}
-            if question.as_of
-            else {}
-        )
+        versions = versions_then(question, collection)
         hits = search(
             search_query(question),
             collection=collection,
             audience=question.audience,
-            as_of=question.as_of,
+            as_of=question.as_of or timezone.localdate(),
             k=DEPTH,
             config=config,
             embedder=embedder,
         )
-        records = [
-            {
-                "article": h.chunk.version.article.slug,
-                "heading_path": h.heading_path,
-                "version": h.chunk.version.version_label,
-            }
-            for h in hits
-        ]
+        records = [_record(h) for h in hits]
         ranks.append(next((i for i, r in enumerate(records, start=1) if is_gold(question, r, versions)), None))
     found = [r for r in ranks if r is not None]
     return RetrievalFigures(
@@ -126,8 +124,52 @@ def threshold_experiment(
     share of unanswerable ones answered."""
     scores: list[tuple[float, bool]] = []
     for question in questions:
-        labelled = LabelledQuestion(search_query(question), question.audience, question.answerable, None)
+        labelled = LabelledQuestion(
+            search_query(question), question.audience, question.answerable, None, asked_on=question.as_of
+        )
         scores.append((signals_for(labelled, collection, services)["sentence_top"], question.answerable))
         if progress is not None:
             progress(question)
     return tradeoff(scores), scores
+
+
+def golden_stage_figures(
+    questions: Iterable[GoldenQuestion],
+    collection: Collection,
+    *,
+    config: RetrievalConfig,
+    embedder: Embedder,
+    progress: Callable[[GoldenQuestion], None] | None = None,
+) -> dict[str, dict[str, float]]:
+    """nDCG@10, MRR@10 and recall@k of each retrieval stage alone, of their fusion and of the reranked fusion
+    (whether or not the reranker is on), over the answerable questions, each searched as a turn would.
+
+    A question has one relevant item, its answer: every chunk of any gold section counts as that one item,
+    so recall@k is the share of questions with a gold section among the first k (as in `evaluate answers`)."""
+    records = {
+        pk: {"article": slug, "heading_path": path, "version": label}
+        for pk, slug, path, label in Chunk.objects.filter(version__article__collection=collection).values_list(
+            "id", "version__article__slug", "heading_path", "version__version_label"
+        )
+    }
+    figures: dict[str, StageFigures] = {}
+    for question in questions:
+        if not question.answerable:
+            continue
+        versions = versions_then(question, collection)
+        answer_of = {pk: "answer" if is_gold(question, r, versions) else str(pk) for pk, r in records.items()}
+        query = prepare_query(search_query(question), collection)
+        scope = Scope(collection.pk, question.audience, "as_of", question.as_of or timezone.localdate())
+        rankings = run_stages(scope, query, collection=collection, embedder=embedder, config=config, k=STAGE_DEPTH)
+        fused = fuse(rankings, method=config.fusion, depth=STAGE_DEPTH, weights=config.weights, rrf_k=config.rrf_k)
+        reranked, _ = rerank(query, fused, candidates=config.rerank_candidates, blend=config.rerank_blend)
+        ranked = {
+            **{stage: [h.chunk_id for h in hits] for stage, hits in rankings.items()},
+            "fused": [f.chunk_id for f in fused],
+            "fused + rerank": [f.chunk_id for f in reranked],
+        }
+        for stage, chunk_ids in ranked.items():
+            figures.setdefault(stage, StageFigures()).add(metrics.roll_up(chunk_ids, answer_of), {"answer": 1}, None)
+        if progress is not None:
+            progress(question)
+    return {stage: stage_figures.summary() for stage, stage_figures in figures.items()}

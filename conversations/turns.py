@@ -10,7 +10,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from datetime import timedelta
+from datetime import date, timedelta
 from functools import cache
 from typing import Any
 
@@ -299,6 +299,7 @@ def gather_evidence(
     *,
     collection: Collection,
     audience: str,
+    today: date,
     policy: str,
     history: list[tuple[str, str]],
     services: TurnServices,
@@ -307,7 +308,8 @@ def gather_evidence(
     background: Sequence[str] = (),
 ) -> FoundEvidence:
     """Retrieve, assemble the context, and score its sentences against the question: everything a turn
-    knows before deciding whether to answer (calibration runs exactly this)."""
+    knows before deciding whether to answer (calibration runs exactly this). Articles are searched as
+    they stand on `today`: the version in force then, not one published with a later effective date."""
     search_query = question_focus(without_placeholders(query) or query)
     scoring_query = prepare_query(search_query, collection)
     with watch.lap("retrieve"):
@@ -315,6 +317,7 @@ def gather_evidence(
             search_query,
             collection=collection,
             audience=audience,
+            as_of=today,
             k=settings.ANSWER_PASSAGES,
             embedder=services.embedder,
             stopwatch=watch,
@@ -336,6 +339,7 @@ def gather_evidence(
 def _run(
     conversation: Conversation,
     message: Message,
+    today: date,
     services: TurnServices,
     watch: Stopwatch,
     on_delta: Callable[[str], None] | None,
@@ -352,13 +356,14 @@ def _run(
             previous_questions, masked, model_rewrite=services.model_rewrite, unavailable=services.unavailable
         )
     with watch.lap("customer"):
-        known = _customer_step(conversation, message, services, outcome)
+        known = _customer_step(conversation, message, today, services, outcome)
     if known is None:
         return outcome
     found = gather_evidence(
         outcome.query,
         collection=conversation.collection,
         audience=conversation.audience,
+        today=today,
         policy=current_policy(conversation),
         history=masked_history,
         services=services,
@@ -378,7 +383,7 @@ def _run(
     if not outcome.draft.strip() or not split_claims(outcome.draft):
         return outcome
     with watch.lap("ground"):
-        scope = Scope(conversation.collection_id, conversation.audience)
+        scope = Scope(conversation.collection_id, conversation.audience, "as_of", today)
         visible = visible_chunks(scope, [p.chunk_id for p in context.evidence if p.chunk_id is not None])
         outcome.verdicts = services.grounder.ground_reply(outcome.draft, context, visible)
     cut = [v for v in outcome.verdicts if not v.supported]
@@ -418,7 +423,7 @@ def claim_answer(message: Message) -> bool:
 
 
 def _customer_step(
-    conversation: Conversation, message: Message, services: TurnServices, outcome: _Outcome
+    conversation: Conversation, message: Message, today: date, services: TurnServices, outcome: _Outcome
 ) -> CustomerKnowledge | None:
     """What only a verified customer may get: their orders and facts, and refunds the gatekeeper certifies.
     None when this step already decided the turn (sign in first, not your order, a refund decision)."""
@@ -428,7 +433,6 @@ def _customer_step(
             outcome.reply, outcome.notes = SIGN_IN_REPLY, [*outcome.notes, "an order number from an anonymous visitor"]
             return None
         return CustomerKnowledge()
-    today = timezone.localdate()
     known = customer_knowledge(customer, message.text, today)
     if known.not_found and not any(e.source == "order" for e in known.evidence):
         numbers = ", ".join(f"#{n}" for n in known.not_found)
@@ -479,10 +483,12 @@ def answer_turn(
     services: TurnServices | None = None,
     on_delta: Callable[[str], None] | None = None,
     on_reset: Callable[[], None] | None = None,
+    today: date | None = None,
 ) -> TurnResult:
-    """Store one customer message and answer it (the command line's and the evaluator's entry point)."""
+    """Store one customer message and answer it (the command line's and the evaluator's entry point).
+    `today` is the date the message is asked on (default: today), which decides the versions in force."""
     message, _ = store_customer_message(conversation, text)
-    return answer_message(message, services=services, on_delta=on_delta, on_reset=on_reset)
+    return answer_message(message, services=services, on_delta=on_delta, on_reset=on_reset, today=today)
 
 
 def answer_message(
@@ -491,6 +497,7 @@ def answer_message(
     services: TurnServices | None = None,
     on_delta: Callable[[str], None] | None = None,
     on_reset: Callable[[], None] | None = None,
+    today: date | None = None,
 ) -> TurnResult:
     """Answer a stored customer message. Every failure ends in a referral, so a customer's words are never
     lost and always get a reply."""
@@ -498,7 +505,15 @@ def answer_message(
     watch = Stopwatch()
     try:
         with watch.lap("total"):
-            outcome = _run(conversation, message, services or default_services(), watch, on_delta, on_reset)
+            outcome = _run(
+                conversation,
+                message,
+                today or timezone.localdate(),
+                services or default_services(),
+                watch,
+                on_delta,
+                on_reset,
+            )
     # Whatever broke, the customer still gets a reply and staff get the turn.
     except Exception as exc:
         logger.exception("turn %s of conversation %s failed", message.pk, conversation.public_id)

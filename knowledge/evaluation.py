@@ -71,6 +71,41 @@ def read_queries(dataset: Path, split: str) -> list[Query]:
     return [Query(qid, texts[qid], rel) for qid, rel in relevant.items() if qid in texts]
 
 
+def _documents(collection: Collection) -> dict[int, str]:
+    return dict(
+        Chunk.objects.filter(version__article__collection=collection).values_list("id", "version__article__slug")
+    )
+
+
+def _searched(
+    query: Query, collection: Collection, *, embedder: Embedder, config: RetrievalConfig, document_of: dict[int, str]
+) -> tuple[list[str], dict[str, int], float]:
+    """What search() ranks for the query, as documents, with the query's relevant documents and the time taken."""
+    started = time.perf_counter()
+    hits = search(query.text, collection=collection, audience="staff", k=DEPTH, config=config, embedder=embedder)
+    elapsed = (time.perf_counter() - started) * 1000
+    return metrics.roll_up([h.chunk.pk for h in hits], document_of), query.relevant, elapsed
+
+
+def evaluate_search(
+    collection: Collection,
+    queries: list[Query],
+    *,
+    embedder: Embedder,
+    config: RetrievalConfig,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, float]:
+    """The figures of search() alone with this configuration: the cheap measure when only the final ranking
+    matters (comparing indexes rather than stages)."""
+    document_of = _documents(collection)
+    figures = StageFigures()
+    for done, query in enumerate(queries, start=1):
+        figures.add(*_searched(query, collection, embedder=embedder, config=config, document_of=document_of))
+        if progress:
+            progress(done, len(queries))
+    return figures.summary()
+
+
 def evaluate_retrieval(
     collection: Collection,
     queries: list[Query],
@@ -82,9 +117,7 @@ def evaluate_retrieval(
 ) -> dict[str, dict[str, float]]:
     """Figures per stage (bm25, dense, fuzzy), for their fusion, for the reranked fusion (with_rerank), and
     for `final`: what search() returns with this configuration."""
-    document_of = dict(
-        Chunk.objects.filter(version__article__collection=collection).values_list("id", "version__article__slug")
-    )
+    document_of = _documents(collection)
     scope = Scope(collection.pk, "staff")
     figures: dict[str, StageFigures] = {}
     for done, query in enumerate(queries, start=1):
@@ -115,11 +148,8 @@ def evaluate_retrieval(
             figures.setdefault("reranked", StageFigures()).add(
                 metrics.roll_up([f.chunk_id for f in reranked], document_of), query.relevant, elapsed
             )
-        started = time.perf_counter()
-        final = search(query.text, collection=collection, audience="staff", k=DEPTH, config=config, embedder=embedder)
-        elapsed = (time.perf_counter() - started) * 1000
         figures.setdefault("final", StageFigures()).add(
-            metrics.roll_up([h.chunk.pk for h in final], document_of), query.relevant, elapsed
+            *_searched(query, collection, embedder=embedder, config=config, document_of=document_of)
         )
         if progress:
             progress(done, len(queries))
@@ -165,9 +195,7 @@ def fusion_grid(
 ) -> dict[str, float]:
     """nDCG@10 of each fusion setting in FUSION_GRID (and SECONDARY_GRID where the collection has a
     secondary dense index), every stage run once per query."""
-    document_of = dict(
-        Chunk.objects.filter(version__article__collection=collection).values_list("id", "version__article__slug")
-    )
+    document_of = _documents(collection)
     scope = Scope(collection.pk, "staff")
     grid = FUSION_GRID + (SECONDARY_GRID if collection.secondary_space_id else ())
     stages = tuple(sorted({stage for _, config in grid for stage in config.stages}, key=STAGES.index))

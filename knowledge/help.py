@@ -97,15 +97,10 @@ def table_of_contents(body_markdown: str) -> list[Heading]:
 
 
 def _in_force(collection: Collection, today: date, slug: str | None = None) -> list[ArticleVersion]:
-    # The chat's scope rule for the public audience (collection, article not retired, audience, published
-    # status), reused so that a page is shown exactly when the chat may cite it; a published version
-    # dated in the future is not in force yet, so it is not shown either.
-    where, params = Scope(collection.pk, Audience.PUBLIC).where()
-    params["help_today"] = today
-    sql = (
-        "SELECT v.* FROM knowledge_articleversion v JOIN knowledge_article a ON a.id = v.article_id "
-        f"WHERE {where} AND v.effective_date <= %(help_today)s"
-    )
+    # The chat's scope rule for the public audience on that day (collection, article not retired, audience,
+    # the version in force), reused so that a page shows exactly what the chat may cite.
+    where, params = Scope(collection.pk, Audience.PUBLIC, "as_of", today).where()
+    sql = f"SELECT v.* FROM knowledge_articleversion v JOIN knowledge_article a ON a.id = v.article_id WHERE {where}"
     if slug is not None:
         params["help_slug"] = slug
         sql += " AND a.slug = %(help_slug)s"

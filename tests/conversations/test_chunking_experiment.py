@@ -162,7 +162,8 @@ def test_a_beir_corpus_is_measured_in_collections_of_its_own(helpcentre_dir, emb
     ]
     beir = [r for r in rows if r.corpus == "mini-faq"]
     assert all(r.chunks == len(chunk_ids(f"exp-chunk-stackfaq-{r.variant}")) == 3 for r in beir)
-    assert all((r.recall_at_3, r.mrr) == (1.0, 1.0) for r in beir)
+    assert all((r.recall_at_3, r.mrr, r.ndcg_at_10) == (1.0, 1.0, 1.0) for r in beir)
+    assert all(r.ndcg_at_10 is None for r in rows if r.corpus == "golden")
 
 
 @pytest.mark.parametrize("name", ["Heading", "fixed_100", "fixed--100", "-heading", "x" * 82])

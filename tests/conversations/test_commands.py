@@ -33,7 +33,14 @@ def test_ask_prints_the_turn_as_json(helpcentre):
     assert Conversation.objects.get(public_id=printed["conversation"]).turns.count() == 2
 
 
+def test_ask_as_of_a_past_date_answers_from_the_version_then_in_force(helpcentre):
+    printed = json.loads(run("ask", "How much does express delivery cost?", "--as-of", "2026-03-10", "--json"))
+    assert "$15" in printed["reply"] and {c["version"] for c in printed["citations"]} == {"1"}
+
+
 def test_ask_refuses_bad_input_with_a_reason(helpcentre):
+    with pytest.raises(CommandError, match=r"--as-of: '2026-13-01' is not a date \(use YYYY-MM-DD\)"):
+        run("ask", "hello", "--as-of", "2026-13-01")
     with pytest.raises(CommandError, match="empty"):
         run("ask", "   ")
     with pytest.raises(CommandError, match="No conversation"):

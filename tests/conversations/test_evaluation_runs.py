@@ -67,11 +67,14 @@ def test_the_command_stores_the_run_writes_the_report_and_resumes(helpcentre, go
     assert f"Resuming run {interrupted.pk}: 1 questions already done" in err.getvalue()
     run = EvaluationRun.objects.get(pk=interrupted.pk)
     assert run.finished_at is not None and set(finished_results(run)) == {"card-days", "mars"}
-    assert run.figures["questions"] == 2 and set(run.plots) == {"recall_at_k", "by_category", "failure_tree"}
+    assert run.figures["questions"] == 2
+    assert set(run.plots) == {"recall_at_k", "recall_by_stage", "by_category", "failure_tree"}
+    assert set(run.figures["stages"]) == {"bm25", "dense", "dense_secondary", "fuzzy", "fused", "fused + rerank"}
     assert run.settings["generator"] == "extractive" and "all-MiniLM-L6-v2" in run.fingerprint
     page = (tmp_path / "r" / "index.html").read_text()
     assert (
         "Failure tree" in page
+        and "Retrieval by stage" in page
         and "<img src='recall_at_k.png'" in page
         and (tmp_path / "r" / "recall_at_k.png").stat().st_size > 1000
     )

@@ -1,11 +1,13 @@
 """The experiments on the golden set and how their runs appear: stored, reported, shown in the admin."""
 
+from dataclasses import replace
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
 
-from conversations.experiments import fusion_settings
+from conversations.answer_evaluation import GoldChunk, read_golden_set
+from conversations.experiments import fusion_settings, golden_stage_figures
 from conversations.models import EvaluationRun
 from knowledge.retrieval import default_config
 from tests.conversations.tiny_golden import write_golden
@@ -20,6 +22,18 @@ def test_fusion_settings_cover_rrf_and_every_alpha_with_and_without_the_reranker
     bm25_only = settings["weighted α=0.0"].weights
     assert bm25_only["bm25"] == 1.0 and bm25_only["dense"] == 0.0 and bm25_only["dense_secondary"] == 0.0
     assert settings["weighted α=1.0 + rerank"].rerank and not settings["weighted α=1.0"].rerank
+
+
+def test_stage_figures_credit_only_questions_whose_answer_a_stage_ranks(helpcentre, embedder, tmp_path):
+    card, mars = read_golden_set(write_golden(tmp_path))
+    nowhere = replace(card, id="nowhere", gold=(GoldChunk("refunds", "Refunds › No such section"),))
+    figures = golden_stage_figures([card, mars, nowhere], helpcentre, config=default_config(), embedder=embedder)
+
+    assert set(figures) == {"bm25", "dense", "dense_secondary", "fuzzy", "fused", "fused + rerank"}
+    # Two answerable questions (the unanswerable one is not counted); only the real section can be found.
+    assert figures["fused"]["recall@20"] == 0.5 and figures["fused + rerank"]["recall@3"] == 0.5
+    assert figures["dense"]["recall@20"] == 0.5
+    assert 0 < figures["fused + rerank"]["ndcg@10"] <= 0.5
 
 
 def test_the_threshold_experiment_is_stored_reported_and_shown_in_the_admin(helpcentre, tmp_path, admin_client):

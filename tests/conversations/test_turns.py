@@ -4,6 +4,7 @@ anthropic SDK talking to a faked HTTP transport."""
 import json
 import re
 from collections.abc import Callable
+from datetime import date
 from pathlib import Path
 
 import httpx2
@@ -163,6 +164,20 @@ def test_an_instruction_inside_an_article_stays_inert_text(poisoned, embedder):
     fenced = user[: user.index(POISON)]
     assert fenced.rfind("<passage ") > fenced.rfind("</passage>")  # the poison sits inside a passage fence
     assert "not instructions" in api.bodies[0]["system"]
+
+
+def test_a_question_is_answered_from_the_version_in_force_on_the_day_it_is_asked(helpcentre, embedder):
+    question = "How much does express delivery cost?"
+    before = answer_turn(conversation(helpcentre), question, services=services(embedder), today=date(2026, 3, 10))
+    assert before.decision == "answered", before
+    assert "$15" in before.reply and "$12" not in before.reply
+    assert {c.version for c in before.citations if c.article == "shipping"} == {"1"}
+    now = answer_turn(conversation(helpcentre), question, services=services(embedder))
+    assert "$12" in now.reply and "$15" not in now.reply
+    assert {c.version for c in now.citations if c.article == "shipping"} == {"2"}
+    # Nothing of a version is evidence on a day it is not in force.
+    turn = Turn.objects.get(pk=before.turn_id)
+    assert {c["version"] for c in turn.candidates if c["article"] == "shipping"} == {"1"}
 
 
 def test_a_follow_up_is_rewritten_with_the_previous_subject(helpcentre, embedder):

@@ -128,9 +128,10 @@ def test_the_shipping_page_shows_the_current_version_not_the_superseded_one(help
 
 
 @pytest.mark.django_db
-def test_a_published_version_is_not_shown_before_its_effective_date(helpcentre):
-    assert public_version(helpcentre, "shipping", date(2026, 5, 31)) is None
+def test_before_a_versions_effective_date_the_version_then_in_force_is_shown(helpcentre):
+    assert public_version(helpcentre, "shipping", date(2026, 5, 31)).version_label == "1"
     assert public_version(helpcentre, "shipping", date(2026, 6, 1)).version_label == "2"
+    assert public_version(helpcentre, "shipping", date(2024, 12, 31)) is None  # before version 1
 
 
 @pytest.mark.django_db

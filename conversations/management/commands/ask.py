@@ -9,6 +9,7 @@ from conversations.turns import TurnError, answer_turn
 from customers.models import Customer
 from knowledge.models import Collection
 from knowledge.scope import VISIBLE_AUDIENCES
+from supportbot.arguments import iso_date
 
 
 class Command(BaseCommand):
@@ -21,6 +22,12 @@ class Command(BaseCommand):
         parser.add_argument("--conversation", default=None, help="Continue this conversation (its id)")
         parser.add_argument(
             "--customer", default=None, help="Ask as this verified customer (their id); audience follows them"
+        )
+        parser.add_argument(
+            "--as-of",
+            type=iso_date,
+            default=None,
+            help="Ask as if on this date (YYYY-MM-DD): the article versions in force then answer",
         )
         parser.add_argument("--json", action="store_true")
 
@@ -54,7 +61,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         chat = self._conversation(options)
         try:
-            result = answer_turn(chat, options["question"])
+            result = answer_turn(chat, options["question"], today=options["as_of"])
         except TurnError as exc:
             raise CommandError(str(exc)) from None
         if options["json"]:

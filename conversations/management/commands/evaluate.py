@@ -9,12 +9,21 @@ from tqdm import tqdm
 
 from conversations.answer_evaluation import (
     GOLDEN_SET,
+    GoldenQuestion,
     GoldenSetError,
     QuestionResult,
     evaluate_answers,
     read_golden_set,
 )
-from conversations.evaluation_runs import answers_report, close_run, finished_results, open_run, save_result
+from conversations.evaluation_runs import (
+    answers_report,
+    close_run,
+    finished_results,
+    open_run,
+    save_result,
+    stages_report,
+)
+from conversations.experiments import golden_stage_figures
 from conversations.grounding_evaluation import GroundingDatasetError, evaluate_grounding, read_evidence_pairs
 from conversations.models import EvaluationKind
 from conversations.report import write_report
@@ -150,8 +159,12 @@ class Command(BaseCommand):
         finally:
             bar.close()
         sections, plots = answers_report(evaluation)
-        close_run(run, evaluation.summary, plots)
-        summary = evaluation.summary
+        stages = self._stages(questions, collection)
+        stage_section, stage_plots = stages_report(stages)
+        sections.insert(1, stage_section)
+        plots |= stage_plots
+        summary = evaluation.summary | {"stages": stages}
+        close_run(run, summary, plots)
         self.stdout.write(
             f"run {run.pk}: {summary['questions']} questions ({summary['answerable']} answerable, "
             f"{summary['unanswerable']} not) on {name}"
@@ -169,13 +182,33 @@ class Command(BaseCommand):
         ):
             self.stdout.write(f"  {key:<20} {summary[key]}")
         self.stdout.write(f"  failure tree: {summary['failure_tree']}")
+        self.stdout.write("  retrieval by stage (nDCG@10 · recall@3 · recall@20):")
+        for stage, figures in stages.items():
+            self.stdout.write(
+                f"    {stage:<18} {figures['ndcg@10']:.3f} · {figures['recall@3']:.3f} · {figures['recall@20']:.3f}"
+            )
         for category, figures in summary["by_category"].items():
             self.stdout.write(f"  {category:<13} {figures['correct']}/{figures['questions']} right")
         if options["json"]:
-            options["json"].write_text(json.dumps(evaluation.as_json(), indent=2, default=str))
+            document = {**evaluation.as_json(), "stages": stages}
+            options["json"].write_text(json.dumps(document, indent=2, default=str))
         if options["report"]:
             index = write_report(options["report"], f"Answer evaluation, run {run.pk}", sections, plots)
             self.stdout.write(f"report: {index}")
+
+    def _stages(self, questions: list[GoldenQuestion], collection: Collection) -> dict[str, dict[str, float]]:
+        bar = tqdm(total=sum(q.answerable for q in questions), unit="question", disable=not sys.stderr.isatty())
+        bar.set_description("retrieval by stage")
+        try:
+            return golden_stage_figures(
+                questions,
+                collection,
+                config=default_config(),
+                embedder=default_services().embedder,
+                progress=lambda question: bar.update(1),
+            )
+        finally:
+            bar.close()
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["limit"] is not None and options["limit"] < 1:

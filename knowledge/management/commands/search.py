@@ -1,4 +1,3 @@
-from datetime import date
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -7,13 +6,7 @@ from knowledge.errors import KnowledgeError
 from knowledge.models import Collection
 from knowledge.retrieval import search
 from knowledge.scope import VERSION_POLICIES, VISIBLE_AUDIENCES
-
-
-def _date(value: str) -> date:
-    try:
-        return date.fromisoformat(value)
-    except ValueError:
-        raise CommandError(f"--as-of {value!r} is not a date (use YYYY-MM-DD).") from None
+from supportbot.arguments import iso_date
 
 
 class Command(BaseCommand):
@@ -26,12 +19,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--version-policy", choices=[p for p in VERSION_POLICIES if p != "as_of"], default="current"
         )
-        parser.add_argument("--as-of", default=None, help="Search the versions in force on this date (YYYY-MM-DD)")
+        parser.add_argument(
+            "--as-of", type=iso_date, default=None, help="Search the versions in force on this date (YYYY-MM-DD)"
+        )
         parser.add_argument("-k", type=int, default=5)
         parser.add_argument("--explain", action="store_true", help="Show each stage's rank and score per hit")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        as_of = _date(options["as_of"]) if options["as_of"] else None
         try:
             collection = Collection.objects.select_related("embedding_space").get(name=options["collection"])
         except Collection.DoesNotExist:
@@ -42,7 +36,7 @@ class Command(BaseCommand):
                 options["query"],
                 collection=collection,
                 audience=options["audience"],
-                as_of=as_of,
+                as_of=options["as_of"],
                 version_policy=options["version_policy"],
                 k=options["k"],
             )

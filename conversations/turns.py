@@ -47,7 +47,7 @@ from conversations.models import (
     Turn,
 )
 from conversations.pii import without_placeholders
-from conversations.rewrite import question_focus, rewrite_query
+from conversations.rewrite import question_focus, rewrite_by_rule, rewrite_query
 from customers.corpus import CustomerKnowledge, customer_knowledge, order_numbers
 from customers.gatekeeper import (
     RefundRequest,
@@ -355,12 +355,20 @@ def _run(
         outcome.query = rewrite_query(
             previous_questions, masked, model_rewrite=services.model_rewrite, unavailable=services.unavailable
         )
+        # Retrieval runs on this machine, so it may read the customer's own words: masking costs recall when
+        # a country ("the UK"), a programme's name or a Hinglish word is taken for personal data. Only a
+        # model's rewrite, which saw masked text, is searched as the model wrote it.
+        if outcome.query == rewrite_by_rule(previous_questions, masked):
+            own_questions = [m.text for m in history if m.role == Role.CUSTOMER]
+            search_text = rewrite_by_rule(own_questions, message.text)
+        else:
+            search_text = outcome.query
     with watch.lap("customer"):
         known = _customer_step(conversation, message, today, services, outcome)
     if known is None:
         return outcome
     found = gather_evidence(
-        outcome.query,
+        search_text,
         collection=conversation.collection,
         audience=conversation.audience,
         today=today,

@@ -123,6 +123,16 @@ def test_claude_failing_falls_back_to_the_extractive_generator(helpcentre, embed
     assert "Claude unavailable" in Turn.objects.get(pk=result.turn_id).notes[0]
 
 
+def test_words_taken_for_personal_data_are_searched_as_written_and_stored_masked(helpcentre, embedder):
+    # Presidio takes "UK" for a location; searched masked, the question lost what it is about.
+    result = answer_turn(
+        conversation(helpcentre), "delivry to the UK how long dose it take", services=services(embedder)
+    )
+    turn = Turn.objects.get(pk=result.turn_id)
+    assert "UK" not in turn.rewritten_query and "<LOCATION_1>" in turn.rewritten_query
+    assert "Shipping and delivery › International shipping" in [c["heading_path"] for c in turn.candidates[:3]]
+
+
 def test_personal_data_reaches_claude_masked_and_the_record_keeps_the_original(helpcentre, embedder):
     raw = (
         "Hi, I'm Sarah Connor (sarah.connor@example.com, +44 20 7946 0958). I paid with 4111 1111 1111 1111; "

@@ -345,4 +345,16 @@ def without_placeholders(text: str) -> str:
     return " ".join(_PLACEHOLDER.sub(" ", text).split())
 
 
+# Names and places are words a help centre may contain ("the UK", a programme named after a place), and the
+# NER model takes ordinary words for them (in Hinglish above all); the other kinds never help a search.
+_NAMED_KINDS = {"PERSON", "LOCATION"}
+
+
+def searchable(text: str) -> str:
+    """A customer's words as retrieval on this machine may read them: contact details, card, account and
+    IP numbers removed, names and places kept. Never for text that leaves the machine or enters a log."""
+    kinds = set(settings.PII_ENTITIES) - _NAMED_KINDS
+    return without_placeholders(mask_pii(text, kinds=kinds).text) if kinds else text
+
+
 PERSONAL_DATA_PERMISSION = "conversations.view_personal_data"

@@ -46,7 +46,7 @@ from conversations.models import (
     SystemPolicy,
     Turn,
 )
-from conversations.pii import without_placeholders
+from conversations.pii import searchable, without_placeholders
 from conversations.rewrite import question_focus, rewrite_by_rule, rewrite_query
 from customers.corpus import CustomerKnowledge, customer_knowledge, order_numbers
 from customers.gatekeeper import (
@@ -356,11 +356,11 @@ def _run(
             previous_questions, masked, model_rewrite=services.model_rewrite, unavailable=services.unavailable
         )
         # Retrieval runs on this machine, so it may read the customer's own words: masking costs recall when
-        # a country ("the UK"), a programme's name or a Hinglish word is taken for personal data. Only a
+        # a country ("the UK"), a programme's name or a Hinglish word is taken for a name or a place. Only a
         # model's rewrite, which saw masked text, is searched as the model wrote it.
         if outcome.query == rewrite_by_rule(previous_questions, masked):
-            own_questions = [m.text for m in history if m.role == Role.CUSTOMER]
-            search_text = rewrite_by_rule(own_questions, message.text)
+            last_question = [m.text for m in history if m.role == Role.CUSTOMER][-1:]
+            search_text = rewrite_by_rule([searchable(q) for q in last_question], searchable(message.text))
         else:
             search_text = outcome.query
     with watch.lap("customer"):

@@ -2,7 +2,7 @@ import logging
 
 import pytest
 
-from conversations.pii import MaskedText, PiiMaskingFilter, luhn_valid, mask_pii
+from conversations.pii import MaskedText, PiiMaskingFilter, luhn_valid, mask_pii, searchable
 
 DEFAULT_KINDS = ["PERSON", "EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "LOCATION", "IBAN_CODE", "IP_ADDRESS"]
 
@@ -213,3 +213,8 @@ def test_the_logging_filter_lets_presidio_log_while_it_masks():
 )
 def test_luhn(digits, valid):
     assert luhn_valid(digits) is valid
+
+
+def test_searchable_text_drops_contact_details_and_card_numbers_but_keeps_names_and_places():
+    text = "I'm Sarah Connor, mail sarah.connor@example.com or call +44 20 7946 0958; card 4111 1111 1111 1111. UK delivery?"
+    assert searchable(text) == "I'm Sarah Connor, mail or call ; card . UK delivery?"

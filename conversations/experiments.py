@@ -87,6 +87,7 @@ def golden_retrieval(
 def fusion_settings(base: RetrievalConfig) -> list[tuple[str, RetrievalConfig]]:
     """RRF at several k, and weighted fusion from all-BM25 (α 0) to all-dense (α 1), each with and without
     the reranker. α splits the dense weight evenly between the two dense models; fuzzy keeps its weight."""
+    base = replace(base, rerank=False)
     settings: list[tuple[str, RetrievalConfig]] = []
     for k in (10, 30, 60, 100):
         settings.append((f"rrf k={k}", replace(base, fusion="rrf", rrf_k=k)))

@@ -150,10 +150,10 @@ def test_a_version_that_supersedes_a_missing_one_is_refused(sample_dir, embedder
 
 
 def test_changing_the_chunking_strategy_re_chunks(sample_dir, embedder):
-    sync_folder(sample_dir, embedder)
-    report = sync_folder(sample_dir, embedder, strategy="heading")
+    sync_folder(sample_dir, embedder, strategy="heading")
+    report = sync_folder(sample_dir, embedder, strategy="heading-semantic")
     assert report.changed == 15
-    assert set(ArticleVersion.objects.values_list("chunking", flat=True)) == {"heading:40-200"}
+    assert set(ArticleVersion.objects.values_list("chunking", flat=True)) == {"heading-semantic:40-200"}
 
 
 def test_beir_corpora_ingest_into_their_own_collection(tmp_path, embedder):

@@ -16,6 +16,7 @@ from conversations.report import Section, bar_chart, line_chart, write_report
 from conversations.turns import abstention_threshold, default_services
 from knowledge.embeddings import default_embedder, secondary_embedder
 from knowledge.models import Collection
+from knowledge.retrieval import default_config
 
 Result = tuple[list[dict[str, Any]], list[Section], dict[str, bytes]]
 
@@ -84,7 +85,12 @@ class Command(BaseCommand):
             ylabel="share of answerable questions",
         )
         best = max(figures, key=lambda f: (f.recall_at_3, f.mrr))
-        text = f"Best: {best.setting} (recall@3 {best.recall_at_3}, MRR {best.mrr}). The default is weighted fusion."
+        in_force = default_config()
+        weights = ", ".join(f"{stage} {weight}" for stage, weight in in_force.weights.items())
+        text = (
+            f"Best: {best.setting} (recall@3 {best.recall_at_3}, MRR {best.mrr}). In force: {in_force.fusion} "
+            f"fusion ({weights}), reranker {'on' if in_force.rerank else 'off'}."
+        )
         return (
             rows,
             [Section("Fusion", text, ["setting", "recall@3", "MRR"], [list(r.values()) for r in rows], ["fusion"])],

@@ -71,6 +71,9 @@ _TERM_SCORE = """{idf} * {tf} * (%(k1)s + 1)
 _WEIGHTED = "SELECT * FROM unnest(%(lexemes)s::text[], %(idfs)s::float8[]) AS w(lexeme, idf)"
 
 # The k best scored chunks that the scope lets through.
+# The scores are computed once (MATERIALIZED) and only then joined with the scope: inlined, the planner can
+# put the whole scoring inside a loop over article versions when its statistics are stale (a collection
+# just ingested), which cost seconds per query instead of milliseconds.
 _BEST_IN_SCOPE = f"""
 SELECT c.id, s.score
 FROM scored s JOIN {FROM_CHUNKS} ON c.id = s.chunk_id
@@ -81,7 +84,7 @@ LIMIT %(k)s
 
 # Exact: every posting of every query term. The fallback, and the reference the fast path is tested against.
 _BM25_EXACT_SQL = f"""
-WITH weighted AS ({_WEIGHTED}), scored AS (
+WITH weighted AS ({_WEIGHTED}), scored AS MATERIALIZED (
     SELECT p.chunk_id, SUM({_TERM_SCORE.format(idf="w.idf", tf="p.term_frequency", length="p.chunk_length")}) AS score
     FROM knowledge_posting p JOIN weighted w ON w.lexeme = p.lexeme
     WHERE p.collection_id = %(scope_collection)s
@@ -104,7 +107,7 @@ WITH weighted AS ({_WEIGHTED}), front AS (
     GROUP BY top.chunk_id
     ORDER BY 2 DESC, top.chunk_id
     LIMIT %(rescore)s
-), scored AS (
+), scored AS MATERIALIZED (
     SELECT f.chunk_id, SUM({_TERM_SCORE.format(idf="w.idf", tf="p.term_frequency", length="p.chunk_length")}) AS score
     FROM front f CROSS JOIN weighted w
         JOIN knowledge_posting p

@@ -212,6 +212,7 @@ class TurnAdmin(ReadOnly, PersonalDataAdmin):
         ),
         ("Retrieval", {"fields": ("candidate_table", "context_passages")}),
         ("Reply", {"fields": ("draft", "reply", "citation_list")}),
+        ("Decision", {"fields": ("signals", "reading")}),
         ("Diagnostics", {"fields": ("latency_table", "note_list")}),
     )
     readonly_fields = flatten_fieldsets(fieldsets)

@@ -136,6 +136,8 @@ class QuestionResult:
     citations: int = 0
     valid_citations: int = 0
     branch: str = "ok"
+    signals: dict[str, float] = field(default_factory=dict)  # the abstention decision's inputs and probability
+    reading: list[dict[str, Any]] = field(default_factory=list)  # the statements the reader weighed
 
 
 def version_in_force(collection: Collection, article: str, on: date) -> str | None:
@@ -204,7 +206,15 @@ def evaluate_question(question: GoldenQuestion, collection: Collection, services
     turn_result = answer_turn(conversation, question.question, services=services, today=question.as_of)
     turn = Turn.objects.get(pk=turn_result.turn_id)
     versions = versions_then(question, collection)
-    result = QuestionResult(question.id, question.category, question.answerable, turn.decision, turn.reply)
+    result = QuestionResult(
+        question.id,
+        question.category,
+        question.answerable,
+        turn.decision,
+        turn.reply,
+        signals=turn.signals,
+        reading=turn.reading,
+    )
     ranks = [i for i, c in enumerate(turn.candidates, start=1) if is_gold(question, c, versions)]
     result.rank = ranks[0] if ranks else None
     result.in_index = question.answerable and _in_index(question, collection, versions)

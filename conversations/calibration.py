@@ -1,5 +1,6 @@
-"""Choosing the abstention threshold on labelled questions: answerable ones the help centre covers, and
-related-but-unanswerable ones it does not. Each candidate signal gets its trade-off table and ROC AUC."""
+"""Fitting the abstention decision on labelled questions: answerable ones the collection covers, and
+related-but-unanswerable ones it does not. Each signal, and the fitted probability, gets its ROC AUC and
+trade-off table."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from knowledge.scope import VISIBLE_AUDIENCES
 from supportbot.stopwatch import Stopwatch
 
 SAMPLE_SET = Path(__file__).resolve().parent / "sample" / "calibration.jsonl"
-# What the turn abstains on, and the alternative measured beside it.
-SIGNALS = ("sentence_top", "dense_top")
+# The sample help centre's labelled questions: the English set and a Hinglish set written for tuning.
+SAMPLE_SETS = (SAMPLE_SET, SAMPLE_SET.with_name("calibration_hinglish.jsonl"))
 
 
 class CalibrationError(ValueError):
@@ -32,13 +33,6 @@ class LabelledQuestion:
     answerable: bool
     article: str | None
     asked_on: date | None = None  # the versions in force then; None: today
-
-
-@dataclass(frozen=True)
-class Row:
-    threshold: float
-    answered: float  # share of answerable questions that would be answered
-    wrongly_answered: float  # share of unanswerable questions that would be answered anyway
 
 
 def read_calibration_set(path: Path) -> list[LabelledQuestion]:
@@ -75,48 +69,7 @@ def signals_for(question: LabelledQuestion, collection: Collection, services: Tu
         services=services,
         watch=Stopwatch(),
     )
-    dense = [h.stages["dense"].score for h in found.hits if "dense" in h.stages]
-    lowest = -100.0  # no evidence at all: below any threshold
-    return {
-        "sentence_top": found.evidence_score if found.evidence_score is not None else lowest,
-        "dense_top": max(dense, default=lowest),
-    }
-
-
-def tradeoff(scores: list[tuple[float, bool]]) -> list[Row]:
-    """For every distinct score as a threshold (answer when score ≥ threshold): the two rates."""
-    answerable = sum(1 for _, label in scores if label) or 1
-    unanswerable = sum(1 for _, label in scores if not label) or 1
-    rows = []
-    for threshold in sorted({score for score, _ in scores}):
-        answered = sum(1 for score, label in scores if label and score >= threshold)
-        wrong = sum(1 for score, label in scores if not label and score >= threshold)
-        rows.append(Row(threshold, answered / answerable, wrong / unanswerable))
-    return rows
-
-
-def roc_auc(scores: list[tuple[float, bool]]) -> float:
-    """Probability that an answerable question outscores an unanswerable one (ties count half)."""
-    positives = [s for s, label in scores if label]
-    negatives = [s for s, label in scores if not label]
-    if not positives or not negatives:
-        return float("nan")
-    wins = sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives)
-    return wins / (len(positives) * len(negatives))
-
-
-def best_row(rows: list[Row]) -> Row:
-    """The threshold with the most answered minus wrongly answered (Youden's J); ties go to the stricter."""
-    return max(rows, key=lambda r: (round(r.answered - r.wrongly_answered, 9), r.threshold))
-
-
-def most_answered_within(rows: list[Row], max_wrongly_answered: float) -> Row:
-    """The threshold that answers the most answerable questions while answering at most this share of the
-    unanswerable ones (the strictest threshold when none does)."""
-    allowed = [r for r in rows if r.wrongly_answered <= max_wrongly_answered]
-    if not allowed:
-        return max(rows, key=lambda r: r.threshold)
-    return max(allowed, key=lambda r: (r.answered, -r.wrongly_answered, r.threshold))
+    return found.signals
 
 
 def calibrate(
@@ -125,12 +78,15 @@ def calibrate(
     services: TurnServices,
     *,
     progress: Callable[[int, int], None] | None = None,
-) -> dict[str, list[tuple[float, bool]]]:
-    """Each signal's (score, answerable) pairs over the set."""
-    pairs: dict[str, list[tuple[float, bool]]] = {signal: [] for signal in SIGNALS}
+) -> list[tuple[dict[str, float], bool]]:
+    """Every question's signals and label."""
+    rows = []
     for done, question in enumerate(questions, start=1):
-        for signal, score in signals_for(question, collection, services).items():
-            pairs[signal].append((score, question.answerable))
+        rows.append((signals_for(question, collection, services), question.answerable))
         if progress:
             progress(done, len(questions))
-    return pairs
+    return rows
+
+
+def pairs_of(rows: list[tuple[dict[str, float], bool]], signal: str) -> list[tuple[float, bool]]:
+    return [(signals[signal], answerable) for signals, answerable in rows]

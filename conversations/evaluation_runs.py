@@ -10,9 +10,9 @@ from django.conf import settings
 from django.utils import timezone
 
 from conversations.answer_evaluation import BRANCHES, CATEGORIES, AnswerEvaluation, QuestionResult, recall_at
-from conversations.models import Conversation, EvaluationResult, EvaluationRun
+from conversations.models import EvaluationResult, EvaluationRun
 from conversations.report import Section, bar_chart, encode, line_chart
-from conversations.turns import abstention_threshold
+from conversations.turns import answer_model
 from knowledge.models import Collection
 
 RECALL_DEPTHS = range(1, 7)
@@ -28,9 +28,14 @@ def snapshot_settings(collection: Collection) -> dict[str, Any]:
         "rerank": settings.RERANK_ENABLED,
         "answer_passages": settings.ANSWER_PASSAGES,
         "context_budget_tokens": settings.CONTEXT_BUDGET_TOKENS,
-        "abstention_threshold": round(abstention_threshold(Conversation(collection=collection)), 4),
+        "abstention": _decision(collection),
         "grounding": [settings.GROUNDING_SIMILARITY_THRESHOLD, settings.GROUNDING_SUPPORT_THRESHOLD],
     }
+
+
+def _decision(collection: Collection) -> dict[str, Any]:
+    model = answer_model(collection)
+    return {"cut": round(model.cut, 4), "weights": [round(w, 4) for w in model.weights], "fitted_on": model.fitted_on}
 
 
 def fingerprint(collection: Collection) -> str:
@@ -148,5 +153,26 @@ def answers_report(evaluation: AnswerEvaluation) -> tuple[list[Section], dict[st
                 if r.branch != "ok"
             ],
         ),
+        Section(
+            "The reader's view of the questions that went wrong",
+            "The probability that the evidence answers (the turn answers at or above the cut), the signals "
+            "behind it, and the statements the reader weighed: score, passage, and ✓ for those it said.",
+            columns=["id", "probability", "signals", "statements"],
+            rows=[
+                [r.id, r.signals.get("answer_probability", "–"), _signals_text(r.signals), _reading_text(r.reading)]
+                for r in results
+                if r.branch != "ok"
+            ],
+        ),
     ]
     return sections, plots
+
+
+def _signals_text(signals: dict[str, float]) -> str:
+    return ", ".join(f"{name} {value:.2f}" for name, value in signals.items() if name != "answer_probability")
+
+
+def _reading_text(reading: list[dict[str, Any]]) -> str:
+    return " | ".join(
+        f"{'✓ ' if s['chosen'] else ''}{s['score']:.2f} [{s['passage']}] {str(s['text'])[:90]}" for s in reading[:5]
+    )

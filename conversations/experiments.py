@@ -15,10 +15,11 @@ from typing import Any
 
 from django.utils import timezone
 
+from conversations.abstention import Row, tradeoff
 from conversations.answer_evaluation import TOP_K, GoldenQuestion, is_gold, versions_then
-from conversations.calibration import LabelledQuestion, Row, signals_for, tradeoff
+from conversations.calibration import LabelledQuestion, calibrate
 from conversations.rewrite import question_focus, rewrite_by_rule
-from conversations.turns import TurnServices
+from conversations.turns import TurnServices, answer_model
 from knowledge import metrics
 from knowledge.embeddings import Embedder
 from knowledge.evaluation import DEPTH as STAGE_DEPTH
@@ -113,24 +114,24 @@ def fusion_experiment(
     return rows
 
 
+def as_labelled(question: GoldenQuestion) -> LabelledQuestion:
+    """A golden question as calibration asks it: searched as a turn would, on its day."""
+    return LabelledQuestion(search_query(question), question.audience, question.answerable, None, question.as_of)
+
+
 def threshold_experiment(
-    questions: list[GoldenQuestion],
+    questions: list[LabelledQuestion],
     collection: Collection,
     services: TurnServices,
     *,
-    progress: Callable[[GoldenQuestion], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[list[Row], list[tuple[float, bool]]]:
-    """The evidence score of every question (what a turn abstains on, measured exactly as calibration
-    measures it) and the trade-off table over thresholds: share of answerable questions answered against
-    share of unanswerable ones answered."""
-    scores: list[tuple[float, bool]] = []
-    for question in questions:
-        labelled = LabelledQuestion(
-            search_query(question), question.audience, question.answerable, None, asked_on=question.as_of
-        )
-        scores.append((signals_for(labelled, collection, services)["sentence_top"], question.answerable))
-        if progress is not None:
-            progress(question)
+    """The probability the decision in force gives every question (from its signals, measured exactly as
+    calibration measures them) and the trade-off table over cuts: share of answerable questions answered
+    against share of unanswerable ones answered."""
+    model = answer_model(collection)
+    rows = calibrate(questions, collection, services, progress=progress)
+    scores = [(model.probability(signals), answerable) for signals, answerable in rows]
     return tradeoff(scores), scores
 
 

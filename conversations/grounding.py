@@ -17,7 +17,7 @@ import numpy as np
 
 from conversations.claims import ClaimText, is_negated, missing_numbers, normalise, split_claims
 from conversations.context import Context, looks_like_instruction
-from conversations.generation import passage_sentences
+from conversations.reader import passage_sentences, with_heading
 from knowledge.embeddings import Embedder
 from knowledge.rerank import CrossEncoder
 
@@ -103,7 +103,10 @@ class Grounder:
             return verdict(False, Tier.CITATION, "the cited passage has no statement to support it")
         if missing := missing_numbers(claim.text, evidence):
             return verdict(False, Tier.CITATION, f"the cited passage does not state {', '.join(sorted(missing))}")
-        if normalise(claim.text) in normalise(evidence):
+        quoted = normalise(claim.text)
+        if quoted in normalise(evidence) or any(
+            quoted == normalise(with_heading(s, p.heading_path)) for p in cited for s in passage_sentences(p.text)
+        ):
             return verdict(True, Tier.EXACT, "quoted from the cited passage")
 
         vectors = self.embedder.encode([claim.text, *sentences])

@@ -122,6 +122,12 @@ class Turn(models.Model):
     decision = models.CharField(max_length=10, choices=Decision.choices, blank=True)
     citations = models.JSONField(default=list, help_text="The passages the shipped reply cites, numbered.")
     evidence_score = models.FloatField(null=True, blank=True)
+    signals = models.JSONField(
+        default=dict, blank=True, help_text="The abstention decision's inputs and the probability it gave."
+    )
+    reading = models.JSONField(
+        default=list, blank=True, help_text="The statements the reader weighed: scores, and which it said."
+    )
     latency_ms = models.JSONField(default=dict)
     notes = models.JSONField(default=list, help_text="What went wrong on the way (provider failures, fallbacks).")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -206,12 +212,13 @@ class StaffAction(models.Model):
 
 
 class AbstentionThreshold(models.Model):
-    """The evidence score below which the assistant abstains, chosen by `manage.py calibrate`; the newest
-    row of a collection is in force."""
+    """A collection's abstention decision fitted by `manage.py calibrate`: the model and its cut (the
+    probability below which the assistant abstains); the newest row of a collection is in force."""
 
     collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="abstention_thresholds")
     signal = models.CharField(max_length=40)
     threshold = models.FloatField()
+    model = models.JSONField(default=dict, blank=True, help_text="The fitted logistic regression.")
     answered_rate = models.FloatField(help_text="Share of answerable calibration questions answered.")
     wrongly_answered_rate = models.FloatField(help_text="Share of unanswerable ones answered anyway.")
     dataset = models.CharField(max_length=300)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import html
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,6 +70,29 @@ def line_chart(
     axes.set_title(title)
     axes.grid(alpha=0.3)
     axes.legend()
+    return _png(figure)
+
+
+def tradeoff_chart(
+    curves: Mapping[str, Sequence[tuple[float, float]]], chosen: Mapping[str, tuple[float, float]], *, title: str
+) -> bytes:
+    """One curve per set of (unanswerable answered, answerable answered) over every cut, each set's cut
+    in force marked."""
+    figure, axes = plt.subplots(figsize=(6, 6))
+    for name, points in curves.items():
+        (line,) = axes.plot([x for x, _ in points], [y for _, y in points], label=name)
+        if name in chosen:
+            x, y = chosen[name]
+            axes.plot([x], [y], marker="o", color=line.get_color(), markersize=8)
+            axes.annotate(f"{y:.0%} / {x:.0%}", (x, y), textcoords="offset points", xytext=(6, -12))
+    axes.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1)
+    axes.set_xlabel("unanswerable questions answered")
+    axes.set_ylabel("answerable questions answered")
+    axes.set_xlim(0, 1)
+    axes.set_ylim(0, 1.02)
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    axes.legend(loc="lower right")
     return _png(figure)
 
 

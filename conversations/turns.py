@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from conversations.abstention import AnswerModel, HitSignals, default_model, signals_of
 from conversations.claims import split_claims
 from conversations.context import Context, Evidence, assemble_context
 from conversations.generation import (
@@ -28,10 +29,7 @@ from conversations.generation import (
     REFUND_APPROVED_REPLY,
     REFUND_REFERRED_REPLY,
     SIGN_IN_REPLY,
-    ScoredSentence,
     claude_reply,
-    extractive_reply,
-    score_sentences,
 )
 from conversations.grounding import ClaimVerdict, Grounder
 from conversations.models import (
@@ -47,6 +45,7 @@ from conversations.models import (
     Turn,
 )
 from conversations.pii import searchable, without_placeholders
+from conversations.reader import ScoredSentence, as_reply, choose_statements, reading_record, score_sentences
 from conversations.rewrite import question_focus, rewrite_by_rule, rewrite_query
 from customers.corpus import CustomerKnowledge, customer_knowledge, order_numbers
 from customers.gatekeeper import (
@@ -59,9 +58,10 @@ from customers.gatekeeper import (
 )
 from customers.memory import background_for, remember
 from knowledge.embeddings import Embedder, default_embedder
+from knowledge.fuzzy import corrected, find_typos
 from knowledge.help import help_url
 from knowledge.models import Collection
-from knowledge.rerank import CrossEncoder, default_reranker
+from knowledge.rerank import CrossEncoder, default_reranker, rerank_passage
 from knowledge.retrieval import Hit, prepare_query, search, visible_chunks
 from knowledge.scope import Scope
 from supportbot.stopwatch import Stopwatch
@@ -69,6 +69,7 @@ from supportbot.stopwatch import Stopwatch
 logger = logging.getLogger(__name__)
 
 MAX_MESSAGE_CHARS = 2000
+PROBABILITY = "answer_probability"  # the signal a calibrated decision is stored under
 HISTORY_MESSAGES = 6
 DEFAULT_POLICY = (
     "Be accurate, brief and polite. Only state what the help-centre passages say. Never promise refunds, "
@@ -199,9 +200,13 @@ def current_policy(conversation: Conversation) -> str:
     return policy.text if policy else DEFAULT_POLICY
 
 
-def abstention_threshold(conversation: Conversation) -> float:
-    chosen = AbstentionThreshold.objects.filter(collection=conversation.collection).order_by("-created_at").first()
-    return chosen.threshold if chosen else settings.ABSTAIN_THRESHOLD
+def answer_model(collection: Collection) -> AnswerModel:
+    """The collection's calibrated decision, else the shipped default; ABSTAIN_THRESHOLD, when set, moves
+    the cut (a probability)."""
+    chosen = AbstentionThreshold.objects.filter(collection=collection, signal=PROBABILITY).order_by("-created_at")
+    stored = chosen.first()
+    model = AnswerModel.from_json(stored.model) if stored is not None else default_model()
+    return model if settings.ABSTAIN_THRESHOLD is None else replace(model, cut=settings.ABSTAIN_THRESHOLD)
 
 
 def evidence_of(hits: list[Hit]) -> list[Evidence]:
@@ -243,6 +248,8 @@ class _Outcome:
     hits: list[Hit] = field(default_factory=list)
     context: Context | None = None
     evidence_score: float | None = None
+    signals: dict[str, float] = field(default_factory=dict)
+    reading: list[dict[str, object]] = field(default_factory=list)
     generator: str = ""
     draft: str = ""
     verdicts: list[ClaimVerdict] = field(default_factory=list)
@@ -261,7 +268,6 @@ def _generate(
     question: str,
     context: Context,
     scored: list[ScoredSentence],
-    threshold: float,
     services: TurnServices,
     outcome: _Outcome,
     on_delta: Callable[[str], None] | None,
@@ -276,7 +282,9 @@ def _generate(
             if on_reset is not None:
                 on_reset()
     outcome.generator = "extractive"
-    draft = extractive_reply(scored, min_score=threshold)
+    chosen = choose_statements(scored, embed=services.embedder.encode)
+    outcome.reading = reading_record(scored, chosen)
+    draft = as_reply(chosen)
     if draft and on_delta is not None:
         on_delta(draft)
     return draft
@@ -287,10 +295,11 @@ class FoundEvidence:
     hits: list[Hit]
     context: Context
     scored: list[ScoredSentence]
+    signals: dict[str, float]
 
     @property
     def evidence_score(self) -> float | None:
-        """The abstention signal: the cross-encoder logit of the best sentence in the top passages."""
+        """The cross-encoder logit of the best statement in the top passages (one of the signals)."""
         return self.scored[0].score if self.scored else None
 
 
@@ -311,7 +320,7 @@ def gather_evidence(
     knows before deciding whether to answer (calibration runs exactly this). Articles are searched as
     they stand on `today`: the version in force then, not one published with a later effective date."""
     search_query = question_focus(without_placeholders(query) or query)
-    scoring_query = prepare_query(search_query, collection)
+    prepared = prepare_query(search_query, collection)
     with watch.lap("retrieve"):
         hits = search(
             search_query,
@@ -332,8 +341,19 @@ def gather_evidence(
             background=background,
         )
     with watch.lap("score_evidence"):
+        # The cross-encoder reads words, not stems: misspellings are put right in the article's own spelling.
+        scoring_query = corrected(prepared, find_typos(collection.pk, prepared), [p.text for p in context.evidence])
         scored = score_sentences(scoring_query, context, services.reranker)
-    return FoundEvidence(hits, context, scored)
+        signals = signals_of(
+            scoring_query,
+            [HitSignals(rerank_passage(h.heading_path, h.chunk.text), _stage_scores(h)) for h in hits],
+            scored[0].score if scored else None,
+        )
+    return FoundEvidence(hits, context, scored, signals)
+
+
+def _stage_scores(hit: Hit) -> dict[str, tuple[int, float]]:
+    return {name: (stage.rank, stage.score) for name, stage in hit.stages.items()}
 
 
 def _run(
@@ -382,12 +402,15 @@ def _run(
     outcome.hits, outcome.context, scored = found.hits, found.context, found.scored
     context = found.context  # the narrowed type: outcome.context may be None before this point
     outcome.evidence_score = found.evidence_score
-    threshold = abstention_threshold(conversation)
-    if outcome.evidence_score is None or outcome.evidence_score < threshold:
-        outcome.notes.append(f"best evidence {outcome.evidence_score} below the abstention threshold {threshold:.2f}")
+    model = answer_model(conversation.collection)
+    probability = model.probability(found.signals) if scored else 0.0
+    outcome.signals = {**found.signals, PROBABILITY: round(probability, 4)}
+    if probability < model.cut:
+        outcome.reading = reading_record(scored, [])
+        outcome.notes.append(f"probability the evidence answers {probability:.2f} is below the cut {model.cut:.2f}")
         return outcome
     with watch.lap("generate"):
-        outcome.draft = _generate(outcome.query, context, scored, threshold, services, outcome, on_delta, on_reset)
+        outcome.draft = _generate(outcome.query, context, scored, services, outcome, on_delta, on_reset)
     if not outcome.draft.strip() or not split_claims(outcome.draft):
         return outcome
     with watch.lap("ground"):
@@ -570,6 +593,8 @@ def _record(conversation: Conversation, message: Message, outcome: _Outcome, wat
         decision=outcome.decision,
         citations=[c.as_json() for c in citations],
         evidence_score=outcome.evidence_score,
+        signals=outcome.signals,
+        reading=outcome.reading,
         latency_ms={name: round(ms, 1) for name, ms in watch.laps_ms.items()},
         notes=outcome.notes,
     )

@@ -9,8 +9,10 @@ word similarity against the chunk texts themselves. Known words are left to BM25
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import snowballstemmer
 from django.db import connection, transaction
 
 from knowledge.scope import FROM_CHUNKS, Scope
@@ -19,6 +21,7 @@ from knowledge.sparse import BM25Parameters, CorpusStatistics, StageHit, idf, ra
 _WORD = re.compile(r"[\w-]{3,}")
 _DIGITS = re.compile(r"\d")
 CORRECTION_THRESHOLD = 0.4
+_stemmer = snowballstemmer.stemmer("english")
 TEXT_THRESHOLD = 0.6
 
 _CORRECTIONS_SQL = """
@@ -120,4 +123,19 @@ def fuzzy_search(
 def expand_with_corrections(query: str, typos: Typos) -> str:
     """The query with each correction appended, so BM25 and dense retrieval see the intended words too."""
     extra = [c.lexeme for c in typos.corrections]
+    return f"{query} {' '.join(extra)}" if extra else query
+
+
+def corrected(query: str, typos: Typos, texts: Sequence[str]) -> str:
+    """The query with each misspelt word replaced by the word the texts use for its correction ("refnd" →
+    "refund"), for models that read words rather than stems; a correction no text spells stays appended."""
+    surface: dict[str, str] = {}
+    for word in dict.fromkeys(w for text in texts for w in _WORD.findall(text)):
+        surface.setdefault(_stemmer.stemWord(word.lower()), word.lower())
+    extra = []
+    for c in typos.corrections:
+        if c.lexeme in surface:
+            query = re.sub(rf"(?<![\w-]){re.escape(c.word)}(?![\w-])", surface[c.lexeme], query, flags=re.IGNORECASE)
+        else:
+            extra.append(c.lexeme)
     return f"{query} {' '.join(extra)}" if extra else query

@@ -16,7 +16,7 @@ from knowledge.embeddings import Embedder, default_embedder, embed_query, second
 from knowledge.fusion import Fused, FusionMethod, blend_rerank, fuse
 from knowledge.fuzzy import expand_with_corrections, find_typos, fuzzy_search
 from knowledge.models import Chunk, Collection, GlossaryEntry
-from knowledge.query import QueryError, expand_identifiers, expand_with_glossary, normalise_query
+from knowledge.query import QueryError, expand_identifiers, expand_with_glossary, gloss_hinglish, normalise_query
 from knowledge.rerank import default_reranker, rerank_passage
 from knowledge.scope import FROM_CHUNKS, Scope, VersionPolicy
 from knowledge.sparse import BM25Parameters, CorpusStatistics, StageHit, bm25_search
@@ -151,9 +151,10 @@ def _newest_first_within_article(hits: list[Hit]) -> list[Hit]:
 
 
 def prepare_query(query: str, collection: Collection) -> str:
-    """Normalised, with the collection's glossary meanings and both spellings of identifiers added."""
+    """Normalised, with the collection's glossary meanings and both spellings of identifiers added, and
+    Hinglish words put into English."""
     glossary = dict(GlossaryEntry.objects.filter(collection=collection).values_list("phrase", "meaning"))
-    return expand_identifiers(expand_with_glossary(normalise_query(query), glossary))
+    return expand_identifiers(gloss_hinglish(expand_with_glossary(normalise_query(query), glossary)))
 
 
 def search(

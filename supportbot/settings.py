@@ -199,9 +199,11 @@ if set(PII_ENTITIES) - _KNOWN_PII:
 # How many retrieved chunks a turn considers, and the token budget of the context given to the generator.
 ANSWER_PASSAGES = env_int("ANSWER_PASSAGES", 6, minimum=1, maximum=20)
 CONTEXT_BUDGET_TOKENS = env_int("CONTEXT_BUDGET_TOKENS", 1500, minimum=200, maximum=100_000)
-# Abstain when the best evidence sentence's cross-encoder logit is below this; `manage.py calibrate`
-# stores a threshold chosen on labelled questions, which then takes precedence.
-ABSTAIN_THRESHOLD = env_float("ABSTAIN_THRESHOLD", 0.0, minimum=-20.0, maximum=20.0)
+# The turn answers when the probability that its evidence answers the question reaches the cut of the
+# collection's calibrated decision (or of the shipped default). Set, this probability replaces that cut.
+ABSTAIN_THRESHOLD = (
+    env_float("ABSTAIN_THRESHOLD", 0.5, minimum=0.0, maximum=1.0) if os.environ.get("ABSTAIN_THRESHOLD") else None
+)
 # Grounding tiers: cosine of (claim, cited sentence) that counts as support on its own, and the support
 # verifier's cross-encoder logit (chosen with `manage.py evaluate grounding`).
 GROUNDING_SIMILARITY_THRESHOLD = env_float("GROUNDING_SIMILARITY_THRESHOLD", 0.9, minimum=0.0, maximum=1.0)

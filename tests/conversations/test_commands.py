@@ -8,7 +8,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from conversations.models import AbstentionThreshold, Conversation, SystemPolicy
-from conversations.turns import abstention_threshold
+from conversations.abstention import default_model
+from conversations.turns import PROBABILITY, answer_model
 
 pytestmark = pytest.mark.django_db
 
@@ -62,21 +63,26 @@ def labelled_set(path: Path) -> Path:
     return path
 
 
-def test_calibrate_prints_the_tradeoff_and_stores_the_threshold(helpcentre, tmp_path: Path):
+def test_calibrate_fits_the_decision_prints_its_tradeoff_and_stores_it(helpcentre, tmp_path: Path):
     dataset = labelled_set(tmp_path / "set.jsonl")
-    dry = run("calibrate", "--dataset", str(dataset), "--dry-run")
-    assert "sentence_top: ROC AUC" in dry and "dense_top: ROC AUC" in dry and "← chosen" in dry
+    assert answer_model(helpcentre) == default_model()  # nobody has calibrated this collection yet
+    dry = run("calibrate", "--dataset", str(dataset), "--dry-run", "--json", str(tmp_path / "signals.json"))
+    assert "the decision in force (" in dry and "sentence_top" in dry and "dense_top" in dry and "← chosen" in dry
+    assert "fitted probability: ROC AUC" in dry
+    assert len(json.loads((tmp_path / "signals.json").read_text())) == 6
     assert not AbstentionThreshold.objects.exists()
 
     stored = run("calibrate", "--dataset", str(dataset))
     chosen = AbstentionThreshold.objects.get()
-    assert chosen.signal == "sentence_top" and f"{chosen.threshold:.3f}" in stored
+    assert chosen.signal == PROBABILITY and f"{chosen.threshold:.3f}" in stored
     assert chosen.answered_rate >= chosen.wrongly_answered_rate
-    chat = Conversation.objects.create(collection=helpcentre)
-    assert abstention_threshold(chat) == chosen.threshold
+    model = answer_model(helpcentre)
+    assert model.cut == chosen.threshold and model != default_model() and str(dataset) in model.fitted_on
     assert "already calibrated" in run("calibrate", "--dataset", str(dataset), "--if-missing")
     with pytest.raises(CommandError, match="--max-wrong must be a share between 0 and 1"):
         run("calibrate", "--dataset", str(dataset), "--max-wrong", "5")
+    with pytest.raises(CommandError, match="No collection 'nowhere'"):
+        run("calibrate", "--dataset", f"{dataset}@nowhere")
 
     (tmp_path / "broken.jsonl").write_text("{not json\n")
     with pytest.raises(CommandError, match=r"broken.jsonl:1"):

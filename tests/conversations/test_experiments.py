@@ -1,5 +1,6 @@
 """The experiments on the golden set and how their runs appear: stored, reported, shown in the admin."""
 
+import json
 from dataclasses import replace
 from io import StringIO
 
@@ -38,17 +39,42 @@ def test_stage_figures_credit_only_questions_whose_answer_a_stage_ranks(helpcent
 
 def test_the_threshold_experiment_is_stored_reported_and_shown_in_the_admin(helpcentre, tmp_path, admin_client):
     golden = write_golden(tmp_path)
+    labelled = tmp_path / "labelled.jsonl"
+    labelled.write_text(
+        json.dumps({"question": "when does a card refund arrive?", "audience": "public", "answerable": True})
+        + "\n"
+        + json.dumps({"question": "do you sell tickets to Mars?", "audience": "public", "answerable": False})
+        + "\n"
+    )
     out = StringIO()
-    call_command("experiment", "threshold", "--dataset", str(golden), "--report", str(tmp_path / "r"), stdout=out)
+    call_command(
+        "experiment",
+        "threshold",
+        "--dataset",
+        str(golden),
+        "--labelled",
+        f"{labelled}@helpcentre",
+        "--report",
+        str(tmp_path / "r"),
+        stdout=out,
+    )
 
     run = EvaluationRun.objects.get(kind="threshold")
-    assert len(run.figures["rows"]) == 2 and set(run.plots) == {"threshold"} and run.finished_at
-    # The answerable question's evidence outscores the unanswerable one's: some threshold separates them.
-    assert any(r["answerable_answered"] == 1.0 and r["unanswerable_answered"] == 0.0 for r in run.figures["rows"])
-    assert "At the threshold in force" in (tmp_path / "r" / "index.html").read_text()
+    assert set(run.plots) == {"threshold"} and run.finished_at
+    sets = {r["set"] for r in run.figures["rows"]}
+    assert sets == {"golden (golden.jsonl) on helpcentre", "labelled.jsonl on helpcentre"}
+    # On each set the answerable question is more likely answered than the unanswerable one: a cut separates them.
+    for name in sets:
+        rows = [r for r in run.figures["rows"] if r["set"] == name]
+        assert any(r["answerable_answered"] == 1.0 and r["unanswerable_answered"] == 0.0 for r in rows)
+        assert sum(r["in_force"] for r in rows) == 1  # the cut in force is marked once per set
+    page = (tmp_path / "r" / "index.html").read_text()
+    assert "cut in force" in page and "ROC AUC" in page
 
     listing = admin_client.get("/admin/conversations/evaluationrun/").content.decode()
-    assert "2 settings compared" in listing and 'src="data:image/png;base64,' in listing
+    assert 'src="data:image/png;base64,' in listing
+    with pytest.raises(CommandError, match="no collection 'elsewhere'"):
+        call_command("experiment", "threshold", "--dataset", str(golden), "--labelled", f"{labelled}@elsewhere")
 
 
 def test_experiment_refuses_a_missing_collection(tmp_path):

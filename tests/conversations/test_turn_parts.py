@@ -7,20 +7,21 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer
 
-from conversations.calibration import (
-    CalibrationError,
-    best_row,
-    most_answered_within,
-    read_calibration_set,
-    roc_auc,
-    tradeoff,
-)
+from conversations.abstention import best_row, most_answered_within, roc_auc, tradeoff
+from conversations.calibration import CalibrationError, read_calibration_set
 from conversations.claims import ClaimText, missing_numbers, numbers_in, split_claims
 from conversations.context import Evidence, Trust, assemble_context, looks_like_instruction, render_evidence
-from conversations.generation import ScoredSentence, extractive_reply, passage_sentences
 from conversations.grounding import Grounder
 from conversations.grounding_evaluation import evaluate_grounding, read_evidence_pairs
 from conversations.nli import NliModelUnavailable, load_nli
+from conversations.reader import (
+    ScoredSentence,
+    as_reply,
+    choose_statements,
+    passage_sentences,
+    passage_statements,
+    with_heading,
+)
 from conversations.rewrite import is_follow_up, question_focus, rewrite_by_rule, rewrite_query
 from knowledge.rerank import default_reranker
 
@@ -85,25 +86,89 @@ def test_evidence_cannot_close_its_own_fence():
     assert not looks_like_instruction("Refunds are approved by our team within 3 business days.")
 
 
-def test_table_rows_and_list_items_become_readable_sentences():
-    text = "| Method | Time |\n|---|---|\n| Card | 5 to 10 business days |\n\n- **Keep** the receipt safe until then"
+def test_table_rows_and_list_items_become_readable_statements():
+    text = (
+        "| Method | Time |\n|---|---|\n| Card | 5 to 10 business days |\n\n"
+        "- **Keep** the receipt safe until then. It proves the date.\n1. Scan it in."
+    )
     assert passage_sentences(text) == [
         "Method: Card; Time: 5 to 10 business days.",
-        "Keep the receipt safe until then.",
+        "Keep the receipt safe until then. It proves the date.",  # a list item stays whole
+        "Scan it in.",
     ]
+    row, first, second = passage_statements(text)
+    assert (row.kind, first.kind, second.kind) == ("row", "item", "item")
+    assert first.block == second.block != row.block  # one list, apart from the table
 
 
-def test_the_extractive_reply_quotes_the_best_sentences_once_each():
-    scored = [
-        ScoredSentence(2, "Card refunds take 5 to 10 business days.", 6.0),
-        ScoredSentence(1, "Card refunds take 5 to 10 business days after approval.", 5.5),
-        ScoredSentence(1, "Refunds go back to the original card.", 4.0),
-        ScoredSentence(3, "Our shop opens at nine.", -3.0),
-    ]
-    assert extractive_reply(scored, min_score=0.0) == (
-        "Refunds go back to the original card. [1] Card refunds take 5 to 10 business days. [2]"
+def statements(*rows: tuple[int, str, float]) -> list[ScoredSentence]:
+    """Scored statements numbered in passage order, as score_sentences gives them."""
+    positions: dict[int, int] = {}
+    scored = []
+    for passage, text, score in rows:
+        positions[passage] = positions.get(passage, -1) + 1
+        scored.append(ScoredSentence(passage, text, score, position=positions[passage]))
+    return scored
+
+
+def test_the_reader_says_one_fact_once_whichever_articles_repeat_it(embedder):
+    scored = statements(
+        (1, "For cards, the refund shows on your card statement 5 to 10 business days after approval.", 7.1),
+        (2, "Card refunds take 5 to 10 business days after approval.", 6.9),
+        (3, "Card refunds show on your statement 5 to 10 business days after the cancellation.", 6.5),
+        (4, "Our shop opens at nine in the morning.", -3.0),
     )
-    assert extractive_reply(scored, min_score=7.0) == ""
+    reply = as_reply(choose_statements(scored, embed=embedder.encode))
+    assert reply.count("5 to 10 business days") == 1, reply
+    assert reply.startswith("For cards, the refund shows on your card statement") and "nine" not in reply
+
+
+def test_the_reader_never_leads_with_a_statement_that_leans_on_the_one_before(embedder):
+    scored = statements(
+        (1, "Select Add scenario to create a test case.", 3.0),
+        (1, "Repeat to create multiple scenarios.", 4.0),
+        (1, "Here's an example of a populated screen with several test cases:", 3.8),
+    )
+    chosen = choose_statements(scored, embed=embedder.encode)
+    assert chosen[0].text == "Select Add scenario to create a test case."
+    assert "Repeat to create multiple scenarios." in [s.text for s in chosen]
+    assert not chosen[0].text.endswith(":")
+
+
+def test_the_reader_completes_the_answer_from_its_own_section_only_when_it_qualifies_it(embedder):
+    scored = statements(
+        (1, "You can return an item within 30 days of delivery.", 6.0),
+        (1, "Unless it arrived faulty, it must be unused.", 2.5),
+        (1, "Our warehouse is in Leeds and has a car park.", 0.5),
+        (2, "Gift cards can be used online and in stores.", 2.0),
+    )
+    said = [s.text for s in choose_statements(scored, embed=embedder.encode)]
+    assert said == [
+        "You can return an item within 30 days of delivery.",
+        "Unless it arrived faulty, it must be unused.",
+    ]
+
+
+def test_the_reader_takes_a_second_section_only_when_it_is_as_strong(embedder):
+    strong = statements(
+        (1, "Express delivery costs $12.", 6.0), (2, "Express orders placed before 14:00 CET ship the same day.", 5.6)
+    )
+    weak = statements(
+        (1, "Express delivery costs $12.", 6.0), (2, "Standard delivery is free on orders over $50.", 3.0)
+    )
+    assert len(choose_statements(strong, embed=embedder.encode)) == 2
+    assert [s.text for s in choose_statements(weak, embed=embedder.encode)] == ["Express delivery costs $12."]
+    assert choose_statements([], embed=embedder.encode) == []
+
+
+def test_a_statement_under_a_code_heading_is_said_with_its_code():
+    assert with_heading("Card declined by issuing bank.", "Payment errors › E-4012") == (
+        "E-4012: Card declined by issuing bank."
+    )
+    assert with_heading("E-4012 means the bank declined.", "Payment errors › E-4012") == "E-4012 means the bank declined."
+    assert with_heading("Scan it in.", "Refunds › How a refund is approved") == "Scan it in."
+    said = ScoredSentence(1, "Card declined by issuing bank.", 5.0, heading="Payment errors › E-4012")
+    assert as_reply([said]) == "E-4012: Card declined by issuing bank. [1]"
 
 
 def test_follow_ups_carry_the_previous_subject():

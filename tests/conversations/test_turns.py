@@ -44,6 +44,29 @@ def test_an_answerable_question_is_answered_from_the_right_article(helpcentre, e
     assert {"retrieve", "score_evidence", "ground", "total"} <= set(turn.latency_ms)
 
 
+def test_the_reply_leads_with_the_answer_and_says_it_once(helpcentre, embedder):
+    result = answer_turn(
+        conversation(helpcentre), "How long will my refund take to show on my card?", services=services(embedder)
+    )
+    assert result.decision == "answered", result
+    assert result.reply.count("5 to 10 business days") == 1, result.reply
+    first = re.split(r"(?<=\]) ", result.reply)[0]
+    assert "5 to 10 business days" in first, result.reply
+    assert len(result.claims) <= 3
+    turn = Turn.objects.get(pk=result.turn_id)
+    assert set(turn.signals) >= {"sentence_top", "dense_top", "agreement", "answer_probability"}
+    assert turn.signals["answer_probability"] >= 0.5
+    said = [s for s in turn.reading if s["chosen"]]
+    assert said and all(s["text"] in result.reply for s in said)
+
+
+def test_a_code_is_answered_with_its_heading_and_stays_grounded(helpcentre, embedder):
+    result = answer_turn(conversation(helpcentre), "what does error E4012 mean?", services=services(embedder))
+    assert result.decision == "answered", result
+    assert "Card declined by issuing bank" in result.reply and "E-4012" in result.reply
+    assert all(c.supported for c in result.claims)
+
+
 def test_a_question_the_help_centre_cannot_answer_abstains(helpcentre, embedder):
     result = answer_turn(
         conversation(helpcentre), "do you sell gift wrapping in Mars colonies?", services=services(embedder)

@@ -1,94 +1,162 @@
+import json
 import sys
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from conversations.calibration import (
-    SAMPLE_SET,
+from conversations.abstention import (
+    DEFAULT_MODEL,
     SIGNALS,
-    CalibrationError,
-    best_row,
-    calibrate,
+    AbstentionModelError,
+    Row,
+    fit,
     most_answered_within,
-    read_calibration_set,
     roc_auc,
     tradeoff,
 )
+from conversations.calibration import (
+    SAMPLE_SETS,
+    CalibrationError,
+    LabelledQuestion,
+    calibrate,
+    pairs_of,
+    read_calibration_set,
+)
 from conversations.models import AbstentionThreshold
-from conversations.turns import default_services
+from conversations.turns import PROBABILITY, answer_model, default_services
 from knowledge.models import Collection
+
+Signals = list[tuple[dict[str, float], bool]]
+
+
+def _at_cut(scores: list[tuple[float, bool]], cut: float) -> Row:
+    answerable = sum(1 for _, a in scores if a) or 1
+    unanswerable = sum(1 for _, a in scores if not a) or 1
+    answered = sum(1 for p, a in scores if a and p >= cut)
+    wrong = sum(1 for p, a in scores if not a and p >= cut)
+    return Row(cut, answered / answerable, wrong / unanswerable)
 
 
 class Command(BaseCommand):
     help = (
-        "Choose the abstention threshold on labelled questions (answerable vs related-but-unanswerable): prints "
-        "each signal's ROC AUC and trade-off table (threshold → answered, wrongly answered) and stores the "
-        "threshold of the signal the assistant abstains on."
+        "Fit the abstention decision on labelled questions (answerable vs related-but-unanswerable): prints "
+        "how the decision in force does on them, each signal's ROC AUC, and the fitted model's trade-off "
+        "table, then stores the model for the collection."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--dataset", type=Path, default=SAMPLE_SET, help="JSON lines (default: the sample set)")
+        parser.add_argument(
+            "--dataset",
+            action="append",
+            default=None,
+            metavar="FILE[@COLLECTION]",
+            help="JSON lines of labelled questions (default: the sample calibration sets, English and Hinglish); "
+            "repeat to fit on several, each asked of its own collection after '@' (default: --collection)",
+        )
         parser.add_argument("--collection", default="helpcentre")
         parser.add_argument("--dry-run", action="store_true", help="Print the tables, store nothing")
-        parser.add_argument("--if-missing", action="store_true", help="Do nothing if a threshold is stored already")
+        parser.add_argument("--if-missing", action="store_true", help="Do nothing if a decision is stored already")
         parser.add_argument(
             "--max-wrong",
             type=float,
             default=None,
             metavar="SHARE",
-            help="Answer as many answerable questions as possible while wrongly answering at most this share "
-            "(0–1) of the unanswerable ones (default: the best answered − wrongly answered)",
+            help="Cut where the most answerable questions are answered while at most this share (0–1) of the "
+            "unanswerable ones are (default: the best answered − wrongly answered)",
         )
+        parser.add_argument(
+            "--save-default",
+            action="store_true",
+            help=f"Write the fitted model as the shipped default ({DEFAULT_MODEL.name}) instead of storing it",
+        )
+        parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="Write every question's signals")
+
+    def _sets(self, options: dict[str, Any]) -> list[tuple[str, list[LabelledQuestion], Collection]]:
+        sets = []
+        for spec in options["dataset"] or [str(path) for path in SAMPLE_SETS]:
+            path, _, name = spec.partition("@")
+            name = name or options["collection"]
+            try:
+                sets.append((path, read_calibration_set(Path(path)), Collection.objects.get(name=name)))
+            except CalibrationError as exc:
+                raise CommandError(str(exc)) from None
+            except Collection.DoesNotExist:
+                raise CommandError(f"No collection {name!r}; ingest it first.") from None
+        return sets
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["max_wrong"] is not None and not 0 <= options["max_wrong"] <= 1:
             raise CommandError("--max-wrong must be a share between 0 and 1, e.g. 0.1.")
-        try:
-            questions = read_calibration_set(options["dataset"])
-            collection = Collection.objects.get(name=options["collection"])
-        except CalibrationError as exc:
-            raise CommandError(str(exc)) from None
-        except Collection.DoesNotExist:
-            raise CommandError(f"No collection {options['collection']!r}; ingest it first.") from None
-        stored = AbstentionThreshold.objects.filter(collection=collection).order_by("-created_at").first()
-        if options["if_missing"] and stored is not None:
-            self.stdout.write(f"{collection.name}: abstention threshold already calibrated ({stored}).")
+        sets = self._sets(options)
+        target = sets[0][2]
+        stored = AbstentionThreshold.objects.filter(collection=target, signal=PROBABILITY).first()
+        if options["if_missing"] and stored is not None and not options["save_default"]:
+            self.stdout.write(f"{target.name}: abstention decision already calibrated ({stored}).")
             return
-        bar = tqdm(total=len(questions), unit="question", disable=not sys.stderr.isatty())
-        pairs = calibrate(questions, collection, default_services(), progress=lambda done, total: bar.update(1))
-        bar.close()
-        answerable = sum(q.answerable for q in questions)
-        self.stdout.write(
-            f"{options['dataset']}: {answerable} answerable, {len(questions) - answerable} unanswerable questions"
-        )
-        chosen = {}
-        for signal in SIGNALS:
-            rows = tradeoff(pairs[signal])
-            best = chosen[signal] = (
-                best_row(rows) if options["max_wrong"] is None else most_answered_within(rows, options["max_wrong"])
+        services = default_services()
+        rows: Signals = []
+        groups: list[str] = []
+        for path, questions, collection in sets:
+            with tqdm(total=len(questions), unit="question", disable=not sys.stderr.isatty()) as bar:
+                found = calibrate(questions, collection, services, progress=_ticker(bar))
+            answerable = sum(q.answerable for q in questions)
+            in_force = answer_model(collection)
+            now = _at_cut([(in_force.probability(s), a) for s, a in found], in_force.cut)
+            self.stdout.write(
+                f"{path} on {collection.name}: {answerable} answerable, {len(questions) - answerable} unanswerable; "
+                f"the decision in force ({in_force.fitted_on or 'stored'}, cut {in_force.cut:.3f}) answers "
+                f"{now.answered:.1%} of answerable and {now.wrongly_answered:.1%} of unanswerable questions"
             )
-            self.stdout.write(f"\n{signal}: ROC AUC {roc_auc(pairs[signal]):.3f}")
-            self.stdout.write(f"  {'threshold':>10} {'answered':>9} {'wrongly answered':>17}")
-            step = max(1, len(rows) // 15)
-            for row in rows[::step] + ([best] if best not in rows[::step] else []):
-                mark = "  ← chosen" if row == best else ""
-                self.stdout.write(f"  {row.threshold:>10.3f} {row.answered:>9.0%} {row.wrongly_answered:>17.0%}{mark}")
-        used = SIGNALS[0]
-        best = chosen[used]
+            rows.extend(found)
+            groups.extend([collection.name] * len(found))
+        if options["json"] is not None:
+            options["json"].write_text(json.dumps([{"signals": s, "answerable": a} for s, a in rows], indent=1))
+        for signal in SIGNALS:
+            self.stdout.write(f"  {signal:<20} ROC AUC {roc_auc(pairs_of(rows, signal)):.3f}")
+        try:
+            # Each collection weighs the same in the fit, whatever the size of its labelled set.
+            model = fit(rows, groups=groups, fitted_on=" + ".join(f"{path}@{c.name}" for path, _, c in sets))
+        except AbstentionModelError as exc:
+            raise CommandError(str(exc)) from None
+        scores = [(model.probability(s), a) for s, a in rows]
+        table = tradeoff(scores)
+        if options["max_wrong"] is not None:
+            model = replace(model, cut=most_answered_within(table, options["max_wrong"]).threshold)
+        chosen = _at_cut(scores, model.cut)
+        self.stdout.write(f"\nfitted probability: ROC AUC {roc_auc(scores):.3f} (on the questions it was fitted on)")
+        self.stdout.write(f"  {'cut':>10} {'answered':>9} {'wrongly answered':>17}")
+        step = max(1, len(table) // 15)
+        for row in [*table[::step], chosen]:
+            mark = "  ← chosen" if row is chosen else ""
+            self.stdout.write(f"  {row.threshold:>10.3f} {row.answered:>9.0%} {row.wrongly_answered:>17.0%}{mark}")
+        self.stdout.write(
+            "  weights: " + ", ".join(f"{f} {w:+.2f}" for f, w in zip(model.features, model.weights, strict=True))
+        )
+        if options["save_default"]:
+            DEFAULT_MODEL.write_text(json.dumps(model.as_json(), indent=2) + "\n", encoding="utf-8")
+            self.stdout.write(f"\nWrote the default decision to {DEFAULT_MODEL}.")
+            return
         if options["dry_run"]:
-            self.stdout.write(f"\n--dry-run: {used} ≥ {best.threshold:.3f} not stored.")
+            self.stdout.write(f"\n--dry-run: the decision (cut {model.cut:.3f}) was not stored.")
             return
         AbstentionThreshold.objects.create(
-            collection=collection,
-            signal=used,
-            threshold=best.threshold,
-            answered_rate=best.answered,
-            wrongly_answered_rate=best.wrongly_answered,
-            dataset=str(options["dataset"]),
+            collection=target,
+            signal=PROBABILITY,
+            threshold=model.cut,
+            model=model.as_json(),
+            answered_rate=chosen.answered,
+            wrongly_answered_rate=chosen.wrongly_answered,
+            dataset=model.fitted_on,
         )
         self.stdout.write(
-            f"\nStored for {collection.name}: abstain when {used} < {best.threshold:.3f} "
-            f"(answers {best.answered:.0%} of answerable, {best.wrongly_answered:.0%} of unanswerable)."
+            f"\nStored for {target.name}: abstain when the probability is below {model.cut:.3f} "
+            f"(answers {chosen.answered:.0%} of answerable, {chosen.wrongly_answered:.0%} of unanswerable)."
         )
+
+
+def _ticker(bar: tqdm) -> Callable[[int, int], None]:
+    return lambda done, total: bar.update(1)

@@ -7,13 +7,14 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from conversations.abstention import Row, roc_auc
 from conversations.answer_evaluation import GOLDEN_SET, GoldenQuestion, GoldenSetError, read_golden_set
+from conversations.calibration import SAMPLE_SET, CalibrationError, LabelledQuestion, read_calibration_set
 from conversations.chunking_experiment import VARIANTS, run_chunking_experiment
 from conversations.evaluation_runs import close_run, open_run
-from conversations.experiments import fusion_experiment, threshold_experiment
-from conversations.models import Conversation
-from conversations.report import Section, bar_chart, line_chart, write_report
-from conversations.turns import abstention_threshold, default_services
+from conversations.experiments import as_labelled, fusion_experiment, threshold_experiment
+from conversations.report import Section, bar_chart, tradeoff_chart, write_report
+from conversations.turns import answer_model, default_services
 from knowledge.embeddings import default_embedder, secondary_embedder
 from knowledge.models import Collection
 from knowledge.retrieval import default_config
@@ -25,9 +26,10 @@ class Command(BaseCommand):
     help = (
         "Quality experiments on the golden set (each stored as an evaluation run): `fusion` compares RRF at "
         "several k with weighted fusion from α 0 (BM25 only) to 1 (dense only), each with and without the "
-        "reranker; `threshold` sweeps the abstention threshold (answerable answered vs unanswerable answered, "
-        "the threshold in force marked); `chunking` re-indexes the help centre (and StackFAQ with --stackfaq) "
-        "with each chunking strategy and compares recall@3, MRR and index size."
+        "reranker; `threshold` sweeps the cut of the abstention decision on the golden set and labelled sets "
+        "(answerable answered vs unanswerable answered, the cut in force marked); `chunking` re-indexes the "
+        "help centre (and StackFAQ with --stackfaq) with each chunking strategy and compares recall@3, MRR and "
+        "index size."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -37,6 +39,14 @@ class Command(BaseCommand):
         parser.add_argument("--stackfaq", type=Path, default=None, help="chunking: also a BEIR folder, e.g. StackFAQ")
         parser.add_argument("--split", default="test")
         parser.add_argument("--limit", type=int, default=None, help="chunking: only the first N BEIR queries")
+        parser.add_argument(
+            "--labelled",
+            action="append",
+            default=None,
+            metavar="FILE@COLLECTION",
+            help="threshold: also a labelled question set asked of its collection (default: the sample "
+            "calibration set on --collection); repeat for several",
+        )
         parser.add_argument("--json", type=Path, default=None)
         parser.add_argument("--report", type=Path, default=None, help="Write an HTML report with plots here")
 
@@ -98,40 +108,49 @@ class Command(BaseCommand):
         )
 
     def _threshold(self, questions: list[GoldenQuestion], collection: Collection, options: dict[str, Any]) -> Result:
-        bar = self._bar(len(questions), "question")
-        table, _ = threshold_experiment(questions, collection, default_services(), progress=lambda _: bar.update(1))
-        bar.close()
-        chosen = abstention_threshold(Conversation(collection=collection))
-        rows = [
-            {
-                "threshold": round(r.threshold, 3),
-                "answerable_answered": round(r.answered, 3),
-                "unanswerable_answered": round(r.wrongly_answered, 3),
-            }
-            for r in table
+        sets: list[tuple[str, list[LabelledQuestion], Collection]] = [
+            (f"golden ({options['dataset'].name})", [as_labelled(q) for q in questions], collection)
         ]
-        plot = line_chart(
-            [r.threshold for r in table],
-            {
-                "answerable answered": [r.answered for r in table],
-                "unanswerable answered": [r.wrongly_answered for r in table],
-            },
-            title="Abstention threshold on the golden set",
-            xlabel="best evidence sentence score (answer when ≥ threshold)",
-            ylabel="share",
-            marker_x=chosen,
-            marker_label=f"in force: {chosen:.2f}",
-        )
-        at = next((r for r in table if r.threshold >= chosen), table[-1])
-        text = (
-            f"At the threshold in force ({chosen:.2f}): {at.answered:.0%} of answerable questions answered, "
-            f"{at.wrongly_answered:.0%} of unanswerable ones answered anyway."
-        )
+        for spec in options["labelled"] or [f"{SAMPLE_SET}@{collection.name}"]:
+            path, _, name = spec.partition("@")
+            try:
+                sets.append((Path(path).name, read_calibration_set(Path(path)), Collection.objects.get(name=name)))
+            except CalibrationError as exc:
+                raise CommandError(str(exc)) from None
+            except Collection.DoesNotExist:
+                raise CommandError(f"--labelled {spec}: no collection {name!r}; name one after '@'.") from None
+        bar = self._bar(sum(len(q) for _, q, _ in sets), "question")
+        rows: list[dict[str, Any]] = []
+        curves: dict[str, list[tuple[float, float]]] = {}
+        chosen: dict[str, tuple[float, float]] = {}
+        summary = []
+        for name, labelled, on in sets:
+            table, scores = threshold_experiment(labelled, on, default_services(), progress=lambda *_: bar.update(1))
+            cut = answer_model(on).cut
+            at = next((r for r in table if r.threshold >= cut), Row(cut, 0.0, 0.0))
+            label = f"{name} on {on.name}"
+            curves[label] = [(1.0, 1.0), *((r.wrongly_answered, r.answered) for r in table), (0.0, 0.0)]
+            chosen[label] = (at.wrongly_answered, at.answered)
+            auc = roc_auc(scores)
+            summary.append([label, len(scores), round(auc, 3), round(cut, 3), at.answered, at.wrongly_answered])
+            rows.extend(
+                {
+                    "set": label,
+                    "cut": round(r.threshold, 4),
+                    "answerable_answered": round(r.answered, 3),
+                    "unanswerable_answered": round(r.wrongly_answered, 3),
+                    "in_force": r is at,
+                }
+                for r in table
+            )
+        bar.close()
+        plot = tradeoff_chart(curves, chosen, title="Abstention decision: answered vs wrongly answered")
         section = Section(
             "Threshold",
-            text,
-            ["threshold", "answerable answered", "unanswerable answered"],
-            [list(r.values()) for r in rows[:: max(1, len(rows) // 25)]],
+            "Each curve moves the cut on the probability that the evidence answers; the dot is the cut in force "
+            "for that set's collection.",
+            ["set", "questions", "ROC AUC", "cut in force", "answerable answered", "unanswerable answered"],
+            summary,
             ["threshold"],
         )
         return rows, [section], {"threshold": plot}

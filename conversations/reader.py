@@ -1,0 +1,279 @@
+"""The reader: the offline generator. It answers by quoting the articles' own statements, so every claim
+stays checkable by the grounding cascade, but it chooses them as a person answering would.
+
+A passage is read as statements (a sentence, a whole list item, a table row named by its header). The
+cross-encoder scores each one with its heading against the question. The reply leads with the statement
+that answers, never with one that only makes sense after the one before it ("Repeat to create multiple
+scenarios."), adds a neighbour from the same section only when it completes the answer (a condition, an
+exception, a continuation), takes another section's statement only when it is as strong, and says each
+fact once, however many articles repeat it (near-duplicates are found by meaning, not only by words).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from conversations.claims import content_words, numbers_in
+from conversations.context import Context, Trust, looks_like_instruction
+from knowledge.chunking import HEADING_SEPARATOR, split_sentences
+from knowledge.rerank import CrossEncoder
+
+_TABLE_RULE = re.compile(r"^\|?\s*:?-{3,}")
+_EMPHASIS = re.compile(r"\*\*|__|`")
+# A code in a heading ("E-4012", "W-9", "SKU2231"): letters joined to digits.
+_IDENTIFIER = re.compile(r"\b[A-Za-z]{1,4}-?\d{2,}\b")
+_LIST_MARK = re.compile(r"^(?:[-*•]|\d+[.)])\s+")
+# A statement that opens like these continues the one before it: alone it says nothing.
+_LEANS_ON_PREVIOUS = re.compile(
+    r"^(this|that|these|those|it|its|they|them|their|then|repeat|also|otherwise|however|but|and|or|so|still|"
+    r"instead|here|there|such|both|either|neither|in that case|if so|if not|after that|once done)\b",
+    re.IGNORECASE,
+)
+# A statement that opens like these narrows the one before it: a condition, an exception, a caveat.
+_QUALIFIES_PREVIOUS = re.compile(
+    r"^(if|unless|except|only|note|however|but|this|these|it|they|otherwise|weekends|allow)\b", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One quotable statement of a passage; position orders a passage's statements, block groups those
+    of one paragraph, list or table."""
+
+    text: str
+    kind: str  # "sentence", "item" or "row"
+    position: int
+    block: int
+
+    @property
+    def leans_on_previous(self) -> bool:
+        return self.kind == "sentence" and bool(_LEANS_ON_PREVIOUS.match(self.text))
+
+    @property
+    def introduces(self) -> bool:
+        """Ends with a colon: it announces what follows ("To be eligible:") rather than saying it."""
+        return self.text.rstrip().endswith(":")
+
+
+@dataclass(frozen=True)
+class ScoredSentence:
+    passage: int
+    text: str
+    score: float
+    position: int = 0
+    block: int = 0
+    kind: str = "sentence"
+    heading: str = ""
+
+    @property
+    def statement(self) -> Statement:
+        return Statement(self.text, self.kind, self.position, self.block)
+
+
+def _cells(row: str) -> list[str]:
+    return [cell.strip() for cell in row.strip().strip("|").split("|")]
+
+
+def _as_sentence(text: str) -> str:
+    text = _EMPHASIS.sub("", text).strip()
+    return text if text.endswith((".", "!", "?", ":")) else f"{text}."
+
+
+def passage_statements(text: str) -> list[Statement]:
+    """A passage as statements. A list item is one statement, whatever its sentences; a table row becomes
+    one sentence naming its columns ("Code: E-4012; Meaning: Card declined by issuing bank.")."""
+    statements: list[Statement] = []
+    lines = [line.strip() for line in text.splitlines()]
+    header: list[str] = []
+    block, previous_kind = 0, ""
+
+    def add(piece: str, kind: str) -> None:
+        if len(piece.split()) >= 3:
+            statements.append(Statement(piece, kind, len(statements), block))
+
+    for index, line in enumerate(lines):
+        if not line:
+            block, previous_kind = block + 1, ""
+            continue
+        if _TABLE_RULE.match(line):
+            continue
+        kind = "row" if line.startswith("|") else "item" if _LIST_MARK.match(line) else "sentence"
+        if kind != previous_kind and previous_kind:
+            block += 1
+        previous_kind = kind
+        if kind == "row":
+            if index + 1 < len(lines) and _TABLE_RULE.match(lines[index + 1]):
+                header = _cells(line)
+                continue
+            cells = _cells(line)
+            named = [f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=False)] if header else cells
+            add(_as_sentence("; ".join(c for c in named if c)), kind)
+        elif kind == "item":
+            add(_as_sentence(_LIST_MARK.sub("", _EMPHASIS.sub("", line)).strip()), kind)
+        else:
+            for sentence in split_sentences(_EMPHASIS.sub("", line).strip()):
+                add(_as_sentence(sentence), kind)
+    return statements
+
+
+def passage_sentences(text: str) -> list[str]:
+    """The statements of a passage as plain text (what grounding compares a claim with)."""
+    return [s.text for s in passage_statements(text)]
+
+
+def score_sentences(
+    question: str, context: Context, reranker: CrossEncoder, *, passages: int = 3, limit: int = 40
+) -> list[ScoredSentence]:
+    """The statements of the customer's verified records and of the top retrieved passages, best answer
+    first. Statements that address the assistant ("ignore your rules…") are never candidates: evidence is
+    quoted, never obeyed or repeated as policy."""
+    verified = [p for p in context.evidence if p.trust is Trust.VERIFIED]
+    retrieved = [p for p in context.evidence if p.trust is not Trust.VERIFIED][:passages]
+    candidates = [
+        (p.number, p.heading_path, statement)
+        for p in (*verified, *retrieved)
+        for statement in passage_statements(p.text)
+        if not looks_like_instruction(statement.text)
+    ][:limit]
+    # Scored with its heading: "Card declined by issuing bank." answers "what is E-4012" only under "› E-4012".
+    scores = reranker.score(question, [f"{heading}: {s.text}" for _, heading, s in candidates])
+    ranked = [
+        ScoredSentence(n, s.text, float(score), s.position, s.block, s.kind, heading)
+        for (n, heading, s), score in zip(candidates, scores.tolist(), strict=True)
+    ]
+    return sorted(ranked, key=lambda s: -s.score)
+
+
+@dataclass(frozen=True)
+class ReaderSettings:
+    """How far below the best statement another may be and still be said (cross-encoder logits)."""
+
+    lead_margin: float = 1.5  # a self-contained statement this close to the best may lead instead of it
+    completion_margin: float = 4.0  # a qualifying neighbour of the lead this close completes the answer
+    companion_margin: float = 2.0  # another statement this close is a second part of the answer
+    section_prior: float = 1.0  # taken off per passage below the first: the best section answers alone
+    max_sentences: int = 3
+    same_fact_cosine: float = 0.8
+    same_numbers_cosine: float = 0.6
+
+
+Embed = Callable[[list[str]], np.ndarray]
+
+
+class _SameFact:
+    """Whether two statements say the same thing: most of the same words, or close in meaning (the
+    embedding cosine), or the same numbers and fairly close in meaning ("Card refunds take 5 to 10
+    business days" and "the refund shows on your statement 5 to 10 business days after approval")."""
+
+    def __init__(self, embed: Embed | None, settings: ReaderSettings) -> None:
+        self.embed, self.settings = embed, settings
+        self.vectors: dict[str, np.ndarray] = {}
+
+    def prepare(self, texts: Sequence[str]) -> None:
+        missing = [t for t in dict.fromkeys(texts) if t not in self.vectors]
+        if self.embed is not None and missing:
+            self.vectors.update(zip(missing, self.embed(missing), strict=True))
+
+    def __call__(self, a: str, b: str) -> bool:
+        wa, wb = content_words(a), content_words(b)
+        if wa and wb and len(wa & wb) / len(wa | wb) >= 0.6:
+            return True
+        if a not in self.vectors or b not in self.vectors:
+            return False
+        cosine = float(self.vectors[a] @ self.vectors[b])
+        numbers_a, numbers_b = numbers_in(a), numbers_in(b)
+        if numbers_a and numbers_a == numbers_b and cosine >= self.settings.same_numbers_cosine:
+            return True
+        return cosine >= self.settings.same_fact_cosine
+
+
+def _neighbour(scored: Sequence[ScoredSentence], of: ScoredSentence, step: int) -> ScoredSentence | None:
+    return next((s for s in scored if s.passage == of.passage and s.position == of.position + step), None)
+
+
+def choose_statements(
+    scored: Sequence[ScoredSentence], *, embed: Embed | None = None, settings: ReaderSettings | None = None
+) -> list[ScoredSentence]:
+    """The statements of the reply, in the order they are said; empty when there is nothing to say."""
+    settings = settings or ReaderSettings()
+    if not scored:
+        return []
+    first = min(s.passage for s in scored)
+    weighed = [replace(s, score=s.score - settings.section_prior * (s.passage - first)) for s in scored]
+    said = _choose(weighed, embed, settings)
+    original = {id(w): s for w, s in zip(weighed, scored, strict=True)}
+    return [original[id(s)] for s in said]
+
+
+def _choose(scored: list[ScoredSentence], embed: Embed | None, settings: ReaderSettings) -> list[ScoredSentence]:
+    ranked = sorted(scored, key=lambda s: -s.score)
+    best = ranked[0].score
+    leads = [s for s in ranked if s.score >= best - settings.lead_margin]
+    lead = next((s for s in leads if not s.statement.leans_on_previous and not s.statement.introduces), ranked[0])
+    chosen = [lead]
+    if lead.statement.leans_on_previous and (before := _neighbour(scored, lead, -1)) is not None:
+        chosen.insert(0, before)
+    after = _neighbour(scored, lead, 1)
+    completion: list[ScoredSentence] = []
+    if lead.statement.introduces and after is not None:
+        # What it announces: the best items of the list that follows it.
+        completion = [s for s in ranked if s.passage == lead.passage and s.kind == "item" and s.block == after.block]
+    elif (
+        after is not None
+        and after.block == lead.block
+        and after.score >= best - settings.completion_margin
+        and (after.statement.leans_on_previous or _QUALIFIES_PREVIOUS.match(after.text))
+    ):
+        completion = [after]
+    candidates = completion + [s for s in ranked if s.score >= best - settings.companion_margin]
+    same_fact = _SameFact(embed, settings)
+    same_fact.prepare([s.text for s in (*chosen, *candidates)])
+    for candidate in candidates:
+        if len(chosen) >= settings.max_sentences:
+            break
+        if any(candidate is c or same_fact(candidate.text, c.text) for c in chosen):
+            continue
+        if candidate.statement.leans_on_previous and not any(candidate is c for c in completion):
+            continue  # out of its place it would not make sense
+        chosen.append(candidate)
+    at = next(i for i, c in enumerate(chosen) if c is lead)
+    head, rest = chosen[: at + 1], chosen[at + 1 :]
+    # After the answer, its own section first in reading order, then other sections.
+    rest.sort(key=lambda s: (s.passage != lead.passage, s.passage, s.position))
+    return head + rest
+
+
+def with_heading(statement: str, heading_path: str) -> str:
+    """A statement phrased with its heading when the heading names what it is about and it does not
+    ("Card declined by issuing bank." under "› E-4012" says "E-4012: Card declined by issuing bank.")."""
+    label = heading_path.split(HEADING_SEPARATOR)[-1].strip()
+    named = _IDENTIFIER.search(label)
+    if named is None or named.group(0).lower() in statement.lower() or len(label) > 40:
+        return statement
+    return f"{label}: {statement}"
+
+
+def as_reply(chosen: Sequence[ScoredSentence]) -> str:
+    """The chosen statements, every sentence followed by its citation (a list item or a table row may hold
+    two, and each is a claim of its own). Empty when nothing was chosen."""
+    return " ".join(
+        f"{sentence.rstrip()} [{s.passage}]"
+        for s in chosen
+        for sentence in split_sentences(with_heading(s.text, s.heading))
+    )
+
+
+def reading_record(
+    scored: Sequence[ScoredSentence], chosen: Sequence[ScoredSentence], *, limit: int = 8
+) -> list[dict[str, object]]:
+    """What the reader weighed, for the turn record: the best statements, their scores, which were said."""
+    said = [id(s) for s in chosen]
+    shown = [*chosen, *(s for s in scored if id(s) not in said)][: max(limit, len(chosen))]
+    return [
+        {"passage": s.passage, "text": s.text, "score": round(s.score, 3), "chosen": id(s) in said}
+        for s in sorted(shown, key=lambda s: -s.score)
+    ]

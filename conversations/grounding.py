@@ -101,11 +101,12 @@ class Grounder:
         evidence = "\n".join(sentences)
         if not sentences:
             return verdict(False, Tier.CITATION, "the cited passage has no statement to support it")
-        if missing := missing_numbers(claim.text, evidence):
+        # A passage's heading is part of it: "E-4012: Card declined…" states the code its heading names.
+        if missing := missing_numbers(claim.text, "\n".join([evidence, *(p.heading_path for p in cited)])):
             return verdict(False, Tier.CITATION, f"the cited passage does not state {', '.join(sorted(missing))}")
         quoted = normalise(claim.text)
         if quoted in normalise(evidence) or any(
-            quoted == normalise(with_heading(s, p.heading_path)) for p in cited for s in passage_sentences(p.text)
+            quoted in normalise(with_heading(s, p.heading_path)) for p in cited for s in passage_sentences(p.text)
         ):
             return verdict(True, Tier.EXACT, "quoted from the cited passage")
 

@@ -167,7 +167,8 @@ Embed = Callable[[list[str]], np.ndarray]
 class _SameFact:
     """Whether two statements say the same thing: most of the same words, or close in meaning (the
     embedding cosine), or the same numbers and fairly close in meaning ("Card refunds take 5 to 10
-    business days" and "the refund shows on your statement 5 to 10 business days after approval")."""
+    business days" and "the refund shows on your statement 5 to 10 business days after approval"); two
+    statements with different numbers are different facts however close their words."""
 
     def __init__(self, embed: Embed | None, settings: ReaderSettings) -> None:
         self.embed, self.settings = embed, settings
@@ -179,15 +180,17 @@ class _SameFact:
             self.vectors.update(zip(missing, self.embed(missing), strict=True))
 
     def __call__(self, a: str, b: str) -> bool:
+        numbers_a, numbers_b = numbers_in(a), numbers_in(b)
+        if numbers_a and numbers_b and numbers_a != numbers_b:
+            return False  # other numbers, another fact ("placed on 22 October" is not "delivered on 25 October")
         wa, wb = content_words(a), content_words(b)
         if wa and wb and len(wa & wb) / len(wa | wb) >= 0.6:
             return True
         if a not in self.vectors or b not in self.vectors:
             return False
         cosine = float(self.vectors[a] @ self.vectors[b])
-        numbers_a, numbers_b = numbers_in(a), numbers_in(b)
-        if numbers_a and numbers_a == numbers_b and cosine >= self.settings.same_numbers_cosine:
-            return True
+        if numbers_a and numbers_b:
+            return cosine >= self.settings.same_numbers_cosine
         return cosine >= self.settings.same_fact_cosine
 
 
@@ -237,8 +240,10 @@ def _choose(scored: list[ScoredSentence], embed: Embed | None, settings: ReaderS
             break
         if any(candidate is c or same_fact(candidate.text, c.text) for c in chosen):
             continue
-        if candidate.statement.leans_on_previous and not any(candidate is c for c in completion):
-            continue  # out of its place it would not make sense
+        if not any(candidate is c for c in completion) and (
+            candidate.statement.leans_on_previous or candidate.statement.introduces
+        ):
+            continue  # out of its place it would not make sense, or it only announces what follows
         chosen.append(candidate)
     at = next(i for i, c in enumerate(chosen) if c is lead)
     head, rest = chosen[: at + 1], chosen[at + 1 :]
@@ -260,11 +265,14 @@ def with_heading(statement: str, heading_path: str) -> str:
 def as_reply(chosen: Sequence[ScoredSentence]) -> str:
     """The chosen statements, every sentence followed by its citation (a list item or a table row may hold
     two, and each is a claim of its own). Empty when nothing was chosen."""
-    return " ".join(
-        f"{sentence.rstrip()} [{s.passage}]"
-        for s in chosen
-        for sentence in split_sentences(with_heading(s.text, s.heading))
-    )
+    named: set[int] = set()
+    sentences = []
+    for s in chosen:
+        # The code is said once, with the first statement of its section.
+        text = s.text if s.passage in named else with_heading(s.text, s.heading)
+        named.add(s.passage)
+        sentences.extend(f"{sentence.rstrip()} [{s.passage}]" for sentence in split_sentences(text))
+    return " ".join(sentences)
 
 
 def reading_record(

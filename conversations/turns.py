@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from conversations.abstention import AnswerModel, HitSignals, default_model, signals_of
 from conversations.claims import split_claims
-from conversations.context import Context, Evidence, assemble_context
+from conversations.context import Context, Evidence, Trust, assemble_context
 from conversations.generation import (
     ABSTAIN_REPLY,
     ORDER_NOT_FOUND_REPLY,
@@ -405,7 +405,7 @@ def _run(
     model = answer_model(conversation.collection)
     probability = model.probability(found.signals) if scored else 0.0
     outcome.signals = {**found.signals, PROBABILITY: round(probability, 4)}
-    if probability < model.cut:
+    if probability < model.cut and not _answered_by_record(context, scored):
         outcome.reading = reading_record(scored, [])
         outcome.notes.append(f"probability the evidence answers {probability:.2f} is below the cut {model.cut:.2f}")
         return outcome
@@ -427,6 +427,14 @@ def _run(
     else:
         outcome.decision, outcome.reply = Decision.ANSWERED, outcome.draft
     return outcome
+
+
+def _answered_by_record(context: Context, scored: list[ScoredSentence]) -> bool:
+    """The customer's own record (looked up by the order number they gave, not ranked) holds the best
+    statement, and the cross-encoder finds it relevant (logit ≥ 0, its even odds). The decision's model was
+    fitted on help-article retrieval, whose signals say nothing about such a record."""
+    best = context.passage(scored[0].passage) if scored else None
+    return best is not None and best.trust is Trust.VERIFIED and scored[0].score >= 0.0
 
 
 def store_customer_message(conversation: Conversation, text: object, client_id: str = "") -> tuple[Message, bool]:

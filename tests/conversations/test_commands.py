@@ -8,7 +8,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from conversations.models import AbstentionThreshold, Conversation, SystemPolicy
-from conversations.abstention import default_model
+from conversations.abstention import default_model, read_model
 from conversations.turns import PROBABILITY, answer_model
 
 pytestmark = pytest.mark.django_db
@@ -71,6 +71,15 @@ def test_calibrate_fits_the_decision_prints_its_tradeoff_and_stores_it(helpcentr
     assert "fitted probability: ROC AUC" in dry
     assert len(json.loads((tmp_path / "signals.json").read_text())) == 6
     assert not AbstentionThreshold.objects.exists()
+    # Refitting from the written signals asks nothing again; a saved model can be judged on them.
+    saved = run("calibrate", "--signals", str(tmp_path / "signals.json"), "--save-model", str(tmp_path / "m.json"))
+    assert "Wrote the fitted decision" in saved and read_model(tmp_path / "m.json").fitted_on
+    given = run("calibrate", "--signals", str(tmp_path / "signals.json"), "--decision", str(tmp_path / "m.json"))
+    assert f"the decision given ({read_model(tmp_path / 'm.json').fitted_on}" in given
+    AbstentionThreshold.objects.all().delete()
+    (tmp_path / "junk.json").write_text("[{}]")
+    with pytest.raises(CommandError, match="not signals written by calibrate --json"):
+        run("calibrate", "--signals", str(tmp_path / "junk.json"))
 
     stored = run("calibrate", "--dataset", str(dataset))
     chosen = AbstentionThreshold.objects.get()

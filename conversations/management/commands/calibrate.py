@@ -15,6 +15,7 @@ from conversations.abstention import (
     Row,
     fit,
     most_answered_within,
+    read_model,
     roc_auc,
     tradeoff,
 )
@@ -69,11 +70,28 @@ class Command(BaseCommand):
             "unanswerable ones are (default: the best answered − wrongly answered)",
         )
         parser.add_argument(
-            "--save-default",
-            action="store_true",
-            help=f"Write the fitted model as the shipped default ({DEFAULT_MODEL.name}) instead of storing it",
+            "--save-model",
+            type=Path,
+            default=None,
+            metavar="FILE",
+            help=f"Write the fitted model to FILE instead of storing it (the shipped default is {DEFAULT_MODEL})",
+        )
+        parser.add_argument(
+            "--decision",
+            type=Path,
+            default=None,
+            metavar="FILE",
+            help="Report how this model file does on the questions instead of the decision in force",
         )
         parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="Write every question's signals")
+        parser.add_argument(
+            "--signals",
+            type=Path,
+            default=None,
+            metavar="FILE",
+            help="Fit on signals an earlier --json wrote instead of asking the questions again (the decision is "
+            "stored for --collection)",
+        )
 
     def _sets(self, options: dict[str, Any]) -> list[tuple[str, list[LabelledQuestion], Collection]]:
         sets = []
@@ -88,38 +106,79 @@ class Command(BaseCommand):
                 raise CommandError(f"No collection {name!r}; ingest it first.") from None
         return sets
 
+    def _collection(self, options: dict[str, Any]) -> Collection:
+        try:
+            return Collection.objects.get(name=options["collection"])
+        except Collection.DoesNotExist:
+            raise CommandError(f"No collection {options['collection']!r}; ingest it first.") from None
+
+    def _ask(self, sets: list[tuple[str, list[LabelledQuestion], Collection]]) -> list[tuple[str, str, Signals]]:
+        services = default_services()
+        asked = []
+        for path, questions, collection in sets:
+            with tqdm(total=len(questions), unit="question", disable=not sys.stderr.isatty()) as bar:
+                asked.append((path, collection.name, calibrate(questions, collection, services, progress=_ticker(bar))))
+        return asked
+
+    def _read_signals(self, path: Path) -> list[tuple[str, str, Signals]]:
+        """Signals written by an earlier --json: fitting again costs no question asked."""
+        try:
+            records = json.loads(path.read_text(encoding="utf-8"))
+            by_set: dict[tuple[str, str], Signals] = {}
+            for record in records:
+                signals = {name: float(record["signals"][name]) for name in SIGNALS}
+                key = (str(record["dataset"]), str(record["collection"]))
+                by_set.setdefault(key, []).append((signals, bool(record["answerable"])))
+        except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise CommandError(f"--signals {path}: not signals written by calibrate --json ({exc})") from None
+        for _, name in by_set:
+            if not Collection.objects.filter(name=name).exists():
+                raise CommandError(f"--signals {path}: no collection {name!r}.")
+        return [(dataset, name, found) for (dataset, name), found in by_set.items()]
+
     def handle(self, *args: Any, **options: Any) -> None:
         if options["max_wrong"] is not None and not 0 <= options["max_wrong"] <= 1:
             raise CommandError("--max-wrong must be a share between 0 and 1, e.g. 0.1.")
-        sets = self._sets(options)
-        target = sets[0][2]
+        sets = [] if options["signals"] else self._sets(options)
+        target = sets[0][2] if sets else self._collection(options)
         stored = AbstentionThreshold.objects.filter(collection=target, signal=PROBABILITY).first()
-        if options["if_missing"] and stored is not None and not options["save_default"]:
+        if options["if_missing"] and stored is not None and options["save_model"] is None:
             self.stdout.write(f"{target.name}: abstention decision already calibrated ({stored}).")
             return
-        services = default_services()
+        try:
+            given = read_model(options["decision"]) if options["decision"] is not None else None
+        except AbstentionModelError as exc:
+            raise CommandError(f"--decision: {exc}") from None
+        asked = self._read_signals(options["signals"]) if options["signals"] else self._ask(sets)
         rows: Signals = []
         groups: list[str] = []
-        for path, questions, collection in sets:
-            with tqdm(total=len(questions), unit="question", disable=not sys.stderr.isatty()) as bar:
-                found = calibrate(questions, collection, services, progress=_ticker(bar))
-            answerable = sum(q.answerable for q in questions)
-            in_force = answer_model(collection)
+        for path, name, found in asked:
+            answerable = sum(a for _, a in found)
+            in_force = given or answer_model(Collection.objects.get(name=name))
             now = _at_cut([(in_force.probability(s), a) for s, a in found], in_force.cut)
             self.stdout.write(
-                f"{path} on {collection.name}: {answerable} answerable, {len(questions) - answerable} unanswerable; "
-                f"the decision in force ({in_force.fitted_on or 'stored'}, cut {in_force.cut:.3f}) answers "
-                f"{now.answered:.1%} of answerable and {now.wrongly_answered:.1%} of unanswerable questions"
+                f"{path} on {name}: {answerable} answerable, {len(found) - answerable} unanswerable; "
+                f"the decision {'given' if given else 'in force'} ({in_force.fitted_on}, cut {in_force.cut:.3f}) "
+                f"answers {now.answered:.1%} of answerable and {now.wrongly_answered:.1%} of unanswerable questions"
             )
             rows.extend(found)
-            groups.extend([collection.name] * len(found))
+            groups.extend([name] * len(found))
         if options["json"] is not None:
-            options["json"].write_text(json.dumps([{"signals": s, "answerable": a} for s, a in rows], indent=1))
+            options["json"].write_text(
+                json.dumps(
+                    [
+                        {"dataset": path, "collection": name, "signals": s, "answerable": a}
+                        for path, name, found in asked
+                        for s, a in found
+                    ],
+                    indent=1,
+                )
+            )
         for signal in SIGNALS:
             self.stdout.write(f"  {signal:<20} ROC AUC {roc_auc(pairs_of(rows, signal)):.3f}")
         try:
             # Each collection weighs the same in the fit, whatever the size of its labelled set.
-            model = fit(rows, groups=groups, fitted_on=" + ".join(f"{path}@{c.name}" for path, _, c in sets))
+            model = fit(rows, groups=groups, fitted_on=" + ".join(f"{path}@{name}" for path, name, _ in asked))
         except AbstentionModelError as exc:
             raise CommandError(str(exc)) from None
         scores = [(model.probability(s), a) for s, a in rows]
@@ -136,9 +195,9 @@ class Command(BaseCommand):
         self.stdout.write(
             "  weights: " + ", ".join(f"{f} {w:+.2f}" for f, w in zip(model.features, model.weights, strict=True))
         )
-        if options["save_default"]:
-            DEFAULT_MODEL.write_text(json.dumps(model.as_json(), indent=2) + "\n", encoding="utf-8")
-            self.stdout.write(f"\nWrote the default decision to {DEFAULT_MODEL}.")
+        if options["save_model"] is not None:
+            options["save_model"].write_text(json.dumps(model.as_json(), indent=2) + "\n", encoding="utf-8")
+            self.stdout.write(f"\nWrote the fitted decision to {options['save_model']}.")
             return
         if options["dry_run"]:
             self.stdout.write(f"\n--dry-run: the decision (cut {model.cut:.3f}) was not stored.")

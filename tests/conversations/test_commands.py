@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from conversations.models import AbstentionThreshold, Conversation, SystemPolicy
 from conversations.abstention import default_model, read_model
+from conversations.models import AbstentionThreshold, Conversation, SystemPolicy
 from conversations.turns import PROBABILITY, answer_model
 
 pytestmark = pytest.mark.django_db

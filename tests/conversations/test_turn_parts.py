@@ -165,7 +165,9 @@ def test_a_statement_under_a_code_heading_is_said_with_its_code():
     assert with_heading("Card declined by issuing bank.", "Payment errors › E-4012") == (
         "E-4012: Card declined by issuing bank."
     )
-    assert with_heading("E-4012 means the bank declined.", "Payment errors › E-4012") == "E-4012 means the bank declined."
+    assert (
+        with_heading("E-4012 means the bank declined.", "Payment errors › E-4012") == "E-4012 means the bank declined."
+    )
     assert with_heading("Scan it in.", "Refunds › How a refund is approved") == "Scan it in."
     said = ScoredSentence(1, "Card declined by issuing bank.", 5.0, heading="Payment errors › E-4012")
     assert as_reply([said]) == "E-4012: Card declined by issuing bank. [1]"

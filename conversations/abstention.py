@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import cache
@@ -36,9 +35,9 @@ DEFAULT_MODEL = Path(__file__).resolve().parent / "abstention_default.json"
 # Where a signal could not be computed (no hits, a stage switched off): the weakest value it takes.
 LOWEST_LOGIT = -12.0
 FLOOR = {"rerank": LOWEST_LOGIT, "dense": 0.0, "dense_secondary": 0.0}
+L2 = 1.0  # ridge penalty on the standardised weights
 
 _stemmer = snowballstemmer.stemmer("english")
-_WORD = re.compile(r"[a-z0-9]+")
 
 
 class AbstentionModelError(ValueError):
@@ -67,20 +66,18 @@ def signals_of(question: str, hits: Sequence[HitSignals], sentence_top: float | 
     """The decision's inputs for one turn: hits as the turn ranked them, the best statement's logit."""
     present = [s for s in AGREEMENT_STAGES if any(s in h.stages for h in hits)]
 
-    def best(stage: str, instead: str) -> float:
-        """The stage's best score; a stage that did not run reads as the one standing in for it."""
-        if stage not in present:
-            stage = instead
+    def best(stage: str) -> float:
         return max((h.stages[stage][1] for h in hits if stage in h.stages), default=FLOOR[stage])
 
     top = hits[0] if hits else None
     agreeing = sum(1 for s in present if top is not None and top.stages.get(s, (0, 0.0))[0] == 1)
     sentence = sentence_top if sentence_top is not None else LOWEST_LOGIT
+    # A stage that did not run reads as the one standing in for it.
     return {
         "sentence_top": sentence,
-        "passage_top": best("rerank", "rerank") if "rerank" in present else sentence,
-        "dense_top": best("dense", "dense"),
-        "dense_secondary_top": best("dense_secondary", "dense"),
+        "passage_top": best("rerank") if "rerank" in present else sentence,
+        "dense_top": best("dense"),
+        "dense_secondary_top": best("dense_secondary" if "dense_secondary" in present else "dense"),
         "agreement": agreeing / len(present) if present else 0.0,
         "coverage": coverage(question, top.text) if top is not None else 0.0,
     }
@@ -137,8 +134,6 @@ def fit(
     rows: Sequence[tuple[Mapping[str, float], bool]],
     *,
     groups: Sequence[str] | None = None,
-    features: Sequence[str] = SIGNALS,
-    l2: float = 1.0,
     fitted_on: str = "",
 ) -> AnswerModel:
     """A logistic regression by Newton's method (L2-penalised), with the cut that answers the most
@@ -147,7 +142,7 @@ def fit(
     labels = np.array([answerable for _, answerable in rows], dtype=float)
     if labels.sum() == 0 or labels.sum() == len(labels):
         raise AbstentionModelError("fitting needs both answerable and unanswerable questions")
-    raw = np.array([[signals[f] for f in features] for signals, _ in rows], dtype=float)
+    raw = np.array([[signals[f] for f in SIGNALS] for signals, _ in rows], dtype=float)
     mean, scale = raw.mean(axis=0), raw.std(axis=0)
     scale[scale == 0] = 1.0
     x = np.hstack([(raw - mean) / scale, np.ones((len(rows), 1))])
@@ -158,7 +153,7 @@ def fit(
         cell = (group_of == g) & (labels == c)
         if cell.any():
             weight[cell] = len(rows) / (len(cells) * cell.sum())
-    penalty = np.diag([l2] * len(features) + [0.0])
+    penalty = np.diag([L2] * len(SIGNALS) + [0.0])
     beta = np.zeros(x.shape[1])
     for _ in range(100):
         p = 1 / (1 + np.exp(-np.clip(x @ beta, -50, 50)))
@@ -169,7 +164,7 @@ def fit(
         if np.abs(step).max() < 1e-8:
             break
     model = AnswerModel(
-        tuple(features),
+        SIGNALS,
         tuple(mean.tolist()),
         tuple(scale.tolist()),
         tuple(beta[:-1].tolist()),
@@ -192,16 +187,18 @@ class Row:
     wrongly_answered: float  # share of unanswerable questions that would be answered anyway
 
 
-def tradeoff(scores: list[tuple[float, bool]]) -> list[Row]:
-    """For every distinct score as a threshold (answer when score ≥ threshold): the two rates."""
+def rates_at(scores: list[tuple[float, bool]], threshold: float) -> Row:
+    """The two rates when answering every question whose score is at least the threshold."""
     answerable = sum(1 for _, label in scores if label) or 1
     unanswerable = sum(1 for _, label in scores if not label) or 1
-    rows = []
-    for threshold in sorted({score for score, _ in scores}):
-        answered = sum(1 for score, label in scores if label and score >= threshold)
-        wrong = sum(1 for score, label in scores if not label and score >= threshold)
-        rows.append(Row(threshold, answered / answerable, wrong / unanswerable))
-    return rows
+    answered = sum(1 for score, label in scores if label and score >= threshold)
+    wrong = sum(1 for score, label in scores if not label and score >= threshold)
+    return Row(threshold, answered / answerable, wrong / unanswerable)
+
+
+def tradeoff(scores: list[tuple[float, bool]]) -> list[Row]:
+    """For every distinct score as a threshold (answer when score ≥ threshold): the two rates."""
+    return [rates_at(scores, threshold) for threshold in sorted({score for score, _ in scores})]
 
 
 def roc_auc(scores: list[tuple[float, bool]]) -> float:

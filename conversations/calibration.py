@@ -58,6 +58,17 @@ def read_calibration_set(path: Path) -> list[LabelledQuestion]:
     return questions
 
 
+def labelled_set(spec: str, default_collection: str) -> tuple[str, list[LabelledQuestion], Collection]:
+    """A labelled set named "FILE" or "FILE@COLLECTION", read and checked, with the collection it is asked of."""
+    path, _, name = spec.partition("@")
+    name = name or default_collection
+    questions = read_calibration_set(Path(path))
+    try:
+        return path, questions, Collection.objects.get(name=name)
+    except Collection.DoesNotExist:
+        raise CalibrationError(f"No collection {name!r} for {spec}; ingest it first, or name one after '@'.") from None
+
+
 def signals_for(question: LabelledQuestion, collection: Collection, services: TurnServices) -> dict[str, float]:
     found = gather_evidence(
         question.question,

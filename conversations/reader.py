@@ -266,7 +266,7 @@ def as_reply(chosen: Sequence[ScoredSentence]) -> str:
     """The chosen statements, every sentence followed by its citation (a list item or a table row may hold
     two, and each is a claim of its own). Empty when nothing was chosen."""
     named: set[int] = set()
-    sentences = []
+    sentences: list[str] = []
     for s in chosen:
         # The code is said once, with the first statement of its section.
         text = s.text if s.passage in named else with_heading(s.text, s.heading)

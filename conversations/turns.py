@@ -321,6 +321,9 @@ def gather_evidence(
     they stand on `today`: the version in force then, not one published with a later effective date."""
     search_query = question_focus(without_placeholders(query) or query)
     prepared = prepare_query(search_query, collection)
+    # Found once: retrieval searches the corrections, the cross-encoder reads them (below).
+    with watch.lap("typos"):
+        typos = find_typos(collection.pk, prepared)
     with watch.lap("retrieve"):
         hits = search(
             search_query,
@@ -330,6 +333,7 @@ def gather_evidence(
             k=settings.ANSWER_PASSAGES,
             embedder=services.embedder,
             stopwatch=watch,
+            typos=typos,
         )
     with watch.lap("context"):
         context = assemble_context(
@@ -342,7 +346,7 @@ def gather_evidence(
         )
     with watch.lap("score_evidence"):
         # The cross-encoder reads words, not stems: misspellings are put right in the article's own spelling.
-        scoring_query = corrected(prepared, find_typos(collection.pk, prepared), [p.text for p in context.evidence])
+        scoring_query = corrected(prepared, typos, [p.text for p in context.evidence])
         scored = score_sentences(scoring_query, context, services.reranker)
         signals = signals_of(
             scoring_query,

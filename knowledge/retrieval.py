@@ -14,7 +14,7 @@ from django.db import connection
 from knowledge.dense import dense_search
 from knowledge.embeddings import Embedder, default_embedder, embed_query, secondary_embedder
 from knowledge.fusion import Fused, FusionMethod, blend_rerank, fuse
-from knowledge.fuzzy import expand_with_corrections, find_typos, fuzzy_search
+from knowledge.fuzzy import Typos, expand_with_corrections, find_typos, fuzzy_search
 from knowledge.models import Chunk, Collection, GlossaryEntry
 from knowledge.query import QueryError, expand_identifiers, expand_with_glossary, gloss_hinglish, normalise_query
 from knowledge.rerank import default_reranker, rerank_passage
@@ -87,14 +87,16 @@ def run_stages(
     k: int,
     secondary: Embedder | None = None,
     stopwatch: Stopwatch | None = None,
+    typos: Typos | None = None,
 ) -> dict[str, list[StageHit]]:
     """Each enabled stage's own ranking of the chunks in scope. Misspelt words are corrected against the
     collection's vocabulary first; the corrections are added to what BM25 and dense retrieval see.
     Each step's time is added to the stopwatch when one is given."""
     watch = stopwatch or Stopwatch()
     stats = CorpusStatistics(collection.chunk_count, collection.average_chunk_length)
-    with watch.lap("typos"):
-        typos = find_typos(collection.pk, query)
+    if typos is None:
+        with watch.lap("typos"):
+            typos = find_typos(collection.pk, query)
     expanded = expand_with_corrections(query, typos)
     rankings: dict[str, list[StageHit]] = {}
     if "bm25" in config.stages:
@@ -169,6 +171,7 @@ def search(
     embedder: Embedder | None = None,
     secondary: Embedder | None = None,
     stopwatch: Stopwatch | None = None,
+    typos: Typos | None = None,
 ) -> list[Hit]:
     """The k best chunks for the query that this audience may see, under the version policy.
 
@@ -192,6 +195,7 @@ def search(
         k=max(k, config.depth),
         secondary=secondary,
         stopwatch=watch,
+        typos=typos,
     )
     with watch.lap("fuse"):
         fused = fuse(rankings, method=config.fusion, depth=config.depth, weights=config.weights, rrf_k=config.rrf_k)

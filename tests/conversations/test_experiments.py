@@ -73,7 +73,7 @@ def test_the_threshold_experiment_is_stored_reported_and_shown_in_the_admin(help
 
     listing = admin_client.get("/admin/conversations/evaluationrun/").content.decode()
     assert 'src="data:image/png;base64,' in listing
-    with pytest.raises(CommandError, match="no collection 'elsewhere'"):
+    with pytest.raises(CommandError, match="No collection 'elsewhere'"):
         call_command("experiment", "threshold", "--dataset", str(golden), "--labelled", f"{labelled}@elsewhere")
 
 

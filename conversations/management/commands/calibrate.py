@@ -12,9 +12,9 @@ from conversations.abstention import (
     DEFAULT_MODEL,
     SIGNALS,
     AbstentionModelError,
-    Row,
     fit,
     most_answered_within,
+    rates_at,
     read_model,
     roc_auc,
     tradeoff,
@@ -24,22 +24,14 @@ from conversations.calibration import (
     CalibrationError,
     LabelledQuestion,
     calibrate,
+    labelled_set,
     pairs_of,
-    read_calibration_set,
 )
 from conversations.models import AbstentionThreshold
 from conversations.turns import PROBABILITY, answer_model, default_services
 from knowledge.models import Collection
 
 Signals = list[tuple[dict[str, float], bool]]
-
-
-def _at_cut(scores: list[tuple[float, bool]], cut: float) -> Row:
-    answerable = sum(1 for _, a in scores if a) or 1
-    unanswerable = sum(1 for _, a in scores if not a) or 1
-    answered = sum(1 for p, a in scores if a and p >= cut)
-    wrong = sum(1 for p, a in scores if not a and p >= cut)
-    return Row(cut, answered / answerable, wrong / unanswerable)
 
 
 class Command(BaseCommand):
@@ -94,17 +86,13 @@ class Command(BaseCommand):
         )
 
     def _sets(self, options: dict[str, Any]) -> list[tuple[str, list[LabelledQuestion], Collection]]:
-        sets = []
-        for spec in options["dataset"] or [str(path) for path in SAMPLE_SETS]:
-            path, _, name = spec.partition("@")
-            name = name or options["collection"]
-            try:
-                sets.append((path, read_calibration_set(Path(path)), Collection.objects.get(name=name)))
-            except CalibrationError as exc:
-                raise CommandError(str(exc)) from None
-            except Collection.DoesNotExist:
-                raise CommandError(f"No collection {name!r}; ingest it first.") from None
-        return sets
+        try:
+            return [
+                labelled_set(spec, options["collection"])
+                for spec in options["dataset"] or [str(path) for path in SAMPLE_SETS]
+            ]
+        except CalibrationError as exc:
+            raise CommandError(str(exc)) from None
 
     def _collection(self, options: dict[str, Any]) -> Collection:
         try:
@@ -155,7 +143,7 @@ class Command(BaseCommand):
         for path, name, found in asked:
             answerable = sum(a for _, a in found)
             in_force = given or answer_model(Collection.objects.get(name=name))
-            now = _at_cut([(in_force.probability(s), a) for s, a in found], in_force.cut)
+            now = rates_at([(in_force.probability(s), a) for s, a in found], in_force.cut)
             self.stdout.write(
                 f"{path} on {name}: {answerable} answerable, {len(found) - answerable} unanswerable; "
                 f"the decision {'given' if given else 'in force'} ({in_force.fitted_on}, cut {in_force.cut:.3f}) "
@@ -185,7 +173,7 @@ class Command(BaseCommand):
         table = tradeoff(scores)
         if options["max_wrong"] is not None:
             model = replace(model, cut=most_answered_within(table, options["max_wrong"]).threshold)
-        chosen = _at_cut(scores, model.cut)
+        chosen = rates_at(scores, model.cut)
         self.stdout.write(f"\nfitted probability: ROC AUC {roc_auc(scores):.3f} (on the questions it was fitted on)")
         self.stdout.write(f"  {'cut':>10} {'answered':>9} {'wrongly answered':>17}")
         step = max(1, len(table) // 15)

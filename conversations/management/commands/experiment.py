@@ -9,7 +9,7 @@ from tqdm import tqdm
 
 from conversations.abstention import Row, roc_auc
 from conversations.answer_evaluation import GOLDEN_SET, GoldenQuestion, GoldenSetError, read_golden_set
-from conversations.calibration import SAMPLE_SET, CalibrationError, LabelledQuestion, read_calibration_set
+from conversations.calibration import SAMPLE_SET, CalibrationError, LabelledQuestion, labelled_set
 from conversations.chunking_experiment import VARIANTS, run_chunking_experiment
 from conversations.evaluation_runs import close_run, open_run
 from conversations.experiments import as_labelled, fusion_experiment, threshold_experiment
@@ -111,14 +111,12 @@ class Command(BaseCommand):
         sets: list[tuple[str, list[LabelledQuestion], Collection]] = [
             (f"golden ({options['dataset'].name})", [as_labelled(q) for q in questions], collection)
         ]
-        for spec in options["labelled"] or [f"{SAMPLE_SET}@{collection.name}"]:
-            path, _, name = spec.partition("@")
+        for spec in options["labelled"] or [str(SAMPLE_SET)]:
             try:
-                sets.append((Path(path).name, read_calibration_set(Path(path)), Collection.objects.get(name=name)))
+                path, labelled, on = labelled_set(spec, collection.name)
             except CalibrationError as exc:
-                raise CommandError(str(exc)) from None
-            except Collection.DoesNotExist:
-                raise CommandError(f"--labelled {spec}: no collection {name!r}; name one after '@'.") from None
+                raise CommandError(f"--labelled: {exc}") from None
+            sets.append((Path(path).name, labelled, on))
         bar = self._bar(sum(len(q) for _, q, _ in sets), "question")
         rows: list[dict[str, Any]] = []
         curves: dict[str, list[tuple[float, float]]] = {}

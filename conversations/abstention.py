@@ -2,7 +2,8 @@
 turn already has, combined by a logistic regression fitted on labelled questions.
 
 Signals, each computed the same way on any collection:
-- sentence_top: the cross-encoder logit of the best statement (with its heading) in the top passages;
+- sentence_top: the cross-encoder logit of the best statement (with its heading) in the top passages, read
+  alone or after the statement before it;
 - passage_top: the cross-encoder logit of the best reranked passage;
 - dense_top, dense_secondary_top: the best cosine of each dense model (MiniLM, bge-small);
 - agreement: the share of stages (BM25, each dense model, the reranker) whose first hit is the turn's first;
@@ -28,6 +29,7 @@ import numpy as np
 import snowballstemmer
 
 from conversations.claims import content_words
+from knowledge.query import identifiers
 
 SIGNALS = ("sentence_top", "passage_top", "dense_top", "dense_secondary_top", "agreement", "coverage")
 AGREEMENT_STAGES = ("bm25", "dense", "dense_secondary", "rerank")
@@ -52,6 +54,17 @@ def coverage(question: str, passage: str) -> float:
     """Share of the question's content words (stemmed) found in the passage; 0 for a question of none."""
     asked = _stems(question)
     return len(asked & _stems(passage)) / len(asked) if asked else 0.0
+
+
+def unknown_codes(question: str, passages: Sequence[str]) -> set[str]:
+    """Codes the question names that no passage contains, of a kind the passages do name: "E-4031" where
+    the articles list E-4012 and E-4021. However close the rest of the evidence, it answers another code."""
+    asked = identifiers(question)
+    if not asked:
+        return set()
+    known = set().union(*(identifiers(p) for p in passages))
+    kinds = {code.partition("-")[0] for code in known}
+    return {code for code in asked - known if code.partition("-")[0] in kinds}
 
 
 @dataclass(frozen=True)
@@ -134,6 +147,7 @@ def fit(
     rows: Sequence[tuple[Mapping[str, float], bool]],
     *,
     groups: Sequence[str] | None = None,
+    features: Sequence[str] = SIGNALS,
     fitted_on: str = "",
 ) -> AnswerModel:
     """A logistic regression by Newton's method (L2-penalised), with the cut that answers the most
@@ -142,7 +156,7 @@ def fit(
     labels = np.array([answerable for _, answerable in rows], dtype=float)
     if labels.sum() == 0 or labels.sum() == len(labels):
         raise AbstentionModelError("fitting needs both answerable and unanswerable questions")
-    raw = np.array([[signals[f] for f in SIGNALS] for signals, _ in rows], dtype=float)
+    raw = np.array([[signals[f] for f in features] for signals, _ in rows], dtype=float)
     mean, scale = raw.mean(axis=0), raw.std(axis=0)
     scale[scale == 0] = 1.0
     x = np.hstack([(raw - mean) / scale, np.ones((len(rows), 1))])
@@ -153,7 +167,7 @@ def fit(
         cell = (group_of == g) & (labels == c)
         if cell.any():
             weight[cell] = len(rows) / (len(cells) * cell.sum())
-    penalty = np.diag([L2] * len(SIGNALS) + [0.0])
+    penalty = np.diag([L2] * len(features) + [0.0])
     beta = np.zeros(x.shape[1])
     for _ in range(100):
         p = 1 / (1 + np.exp(-np.clip(x @ beta, -50, 50)))
@@ -164,7 +178,7 @@ def fit(
         if np.abs(step).max() < 1e-8:
             break
     model = AnswerModel(
-        SIGNALS,
+        tuple(features),
         tuple(mean.tolist()),
         tuple(scale.tolist()),
         tuple(beta[:-1].tolist()),

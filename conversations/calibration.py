@@ -18,8 +18,12 @@ from knowledge.scope import VISIBLE_AUDIENCES
 from supportbot.stopwatch import Stopwatch
 
 SAMPLE_SET = Path(__file__).resolve().parent / "sample" / "calibration.jsonl"
-# The sample help centre's labelled questions: the English set and a Hinglish set written for tuning.
-SAMPLE_SETS = (SAMPLE_SET, SAMPLE_SET.with_name("calibration_hinglish.jsonl"))
+# The sample help centre's labelled questions, written for tuning: short English ones, Hinglish ones, and long
+# conversational ones (typos, paraphrases, codes, staff and member questions).
+SAMPLE_SETS = tuple(
+    SAMPLE_SET.with_name(name)
+    for name in ("calibration.jsonl", "calibration_hinglish.jsonl", "calibration_conversational.jsonl")
+)
 
 
 class CalibrationError(ValueError):

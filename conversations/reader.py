@@ -11,6 +11,7 @@ fact once, however many articles repeat it (near-duplicates are found by meaning
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -68,10 +69,18 @@ class ScoredSentence:
     block: int = 0
     kind: str = "sentence"
     heading: str = ""
+    # Read right after the statement before it: an answer that only makes sense as the reply to its
+    # predecessor ("If it has shipped, you cannot cancel it." "Refuse the delivery.") scores here.
+    after_previous: float | None = None
 
     @property
     def statement(self) -> Statement:
         return Statement(self.text, self.kind, self.position, self.block)
+
+    @property
+    def best_reading(self) -> float:
+        """Its score alone or after its predecessor, whichever reads as the better answer."""
+        return self.score if self.after_previous is None else max(self.score, self.after_previous)
 
 
 def _cells(row: str) -> list[str]:
@@ -139,11 +148,16 @@ def score_sentences(
         for statement in passage_statements(p.text)
         if not looks_like_instruction(statement.text)
     ][:limit]
+    previous = {(n, s.position + 1): s.text for n, _, s in candidates}
+    windows = [(i, previous[n, s.position]) for i, (n, _, s) in enumerate(candidates) if (n, s.position) in previous]
     # Scored with its heading: "Card declined by issuing bank." answers "what is E-4012" only under "› E-4012".
-    scores = reranker.score(question, [f"{heading}: {s.text}" for _, heading, s in candidates])
+    texts = [f"{heading}: {s.text}" for _, heading, s in candidates]
+    texts += [f"{candidates[i][1]}: {before} {candidates[i][2].text}" for i, before in windows]
+    scores = reranker.score(question, texts).tolist() if texts else []
+    after_previous: dict[int, float] = {i: scores[len(candidates) + j] for j, (i, _) in enumerate(windows)}
     ranked = [
-        ScoredSentence(n, s.text, float(score), s.position, s.block, s.kind, heading)
-        for (n, heading, s), score in zip(candidates, scores.tolist(), strict=True)
+        ScoredSentence(n, s.text, float(score), s.position, s.block, s.kind, heading, after_previous.get(i))
+        for i, ((n, heading, s), score) in enumerate(zip(candidates, scores[: len(candidates)], strict=True))
     ]
     return sorted(ranked, key=lambda s: -s.score)
 
@@ -156,6 +170,7 @@ class ReaderSettings:
     completion_margin: float = 4.0  # a qualifying neighbour of the lead this close completes the answer
     companion_margin: float = 2.0  # another statement this close is a second part of the answer
     section_prior: float = 1.0  # taken off per passage below the first: the best section answers alone
+    pair_gain: float = 0.5  # a statement read after its predecessor beating every single one by this leads
     max_sentences: int = 3
     same_fact_cosine: float = 0.8
     same_numbers_cosine: float = 0.6
@@ -206,10 +221,15 @@ def choose_statements(
     if not scored:
         return []
     first = min(s.passage for s in scored)
-    weighed = [replace(s, score=s.score - settings.section_prior * (s.passage - first)) for s in scored]
+    weighed = [_below_first(s, settings.section_prior * (s.passage - first)) for s in scored]
     said = _choose(weighed, embed, settings)
     original = {id(w): s for w, s in zip(weighed, scored, strict=True)}
     return [original[id(s)] for s in said]
+
+
+def _below_first(s: ScoredSentence, prior: float) -> ScoredSentence:
+    paired = None if s.after_previous is None else s.after_previous - prior
+    return replace(s, score=s.score - prior, after_previous=paired)
 
 
 def _choose(scored: list[ScoredSentence], embed: Embed | None, settings: ReaderSettings) -> list[ScoredSentence]:
@@ -217,8 +237,11 @@ def _choose(scored: list[ScoredSentence], embed: Embed | None, settings: ReaderS
     best = ranked[0].score
     leads = [s for s in ranked if s.score >= best - settings.lead_margin]
     lead = next((s for s in leads if not s.statement.leans_on_previous and not s.statement.introduces), ranked[0])
+    paired = max(scored, key=lambda s: s.after_previous if s.after_previous is not None else -math.inf)
+    if paired.after_previous is not None and paired.after_previous >= best + settings.pair_gain:
+        lead = paired  # the answer is this statement as the reply to the one before it: both are said
     chosen = [lead]
-    if lead.statement.leans_on_previous and (before := _neighbour(scored, lead, -1)) is not None:
+    if (lead is paired or lead.statement.leans_on_previous) and (before := _neighbour(scored, lead, -1)) is not None:
         chosen.insert(0, before)
     after = _neighbour(scored, lead, 1)
     completion: list[ScoredSentence] = []

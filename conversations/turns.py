@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from conversations.abstention import AnswerModel, HitSignals, default_model, signals_of
+from conversations.abstention import AnswerModel, HitSignals, default_model, signals_of, unknown_codes
 from conversations.claims import split_claims
 from conversations.context import Context, Evidence, Trust, assemble_context
 from conversations.generation import (
@@ -296,11 +296,13 @@ class FoundEvidence:
     context: Context
     scored: list[ScoredSentence]
     signals: dict[str, float]
+    unknown_codes: set[str]
 
     @property
     def evidence_score(self) -> float | None:
-        """The cross-encoder logit of the best statement in the top passages (one of the signals)."""
-        return self.scored[0].score if self.scored else None
+        """The cross-encoder logit of the best statement in the top passages, alone or read after its
+        predecessor (one of the signals)."""
+        return max(s.best_reading for s in self.scored) if self.scored else None
 
 
 def gather_evidence(
@@ -351,9 +353,10 @@ def gather_evidence(
         signals = signals_of(
             scoring_query,
             [HitSignals(rerank_passage(h.heading_path, h.chunk.text), _stage_scores(h)) for h in hits],
-            scored[0].score if scored else None,
+            max((s.best_reading for s in scored), default=None),
         )
-    return FoundEvidence(hits, context, scored, signals)
+    codes = unknown_codes(search_query, [f"{p.heading_path}\n{p.text}" for p in context.evidence])
+    return FoundEvidence(hits, context, scored, signals, codes)
 
 
 def _stage_scores(hit: Hit) -> dict[str, tuple[int, float]]:
@@ -409,6 +412,10 @@ def _run(
     model = answer_model(conversation.collection)
     probability = model.probability(found.signals) if scored else 0.0
     outcome.signals = {**found.signals, PROBABILITY: round(probability, 4)}
+    if found.unknown_codes:
+        outcome.reading = reading_record(scored, [])
+        outcome.notes.append(f"the articles do not name {', '.join(sorted(found.unknown_codes))}")
+        return outcome
     if probability < model.cut and not _answered_by_record(context, scored):
         outcome.reading = reading_record(scored, [])
         outcome.notes.append(f"probability the evidence answers {probability:.2f} is below the cut {model.cut:.2f}")

@@ -186,6 +186,11 @@ def gloss_hinglish(query: str) -> str:
     return _HINGLISH_WORD.sub(lambda m: HINGLISH.get(m.group(0).lower(), m.group(0)), query)
 
 
+def identifiers(text: str) -> set[str]:
+    """The letter-and-digits identifiers in a text, spelled one way ("e4012" and "E-4012" are "E-4012")."""
+    return {f"{letters.upper()}-{digits}" for letters, digits in _IDENTIFIER.findall(text)}
+
+
 def expand_identifiers(query: str) -> str:
     """Append the other spelling of each letter-and-digits identifier: E4012 ↔ E-4012."""
     variants = []

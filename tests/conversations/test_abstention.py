@@ -15,6 +15,7 @@ from conversations.abstention import (
     fit,
     read_model,
     signals_of,
+    unknown_codes,
 )
 
 
@@ -42,6 +43,14 @@ def test_signals_read_every_stage_and_agreement():
 def test_coverage_compares_stems():
     assert coverage("refunding cards", "Card refunds take 5 days.") == 1.0
     assert coverage("gift wrapping", "Card refunds take 5 days.") == 0.0
+
+
+def test_a_code_the_articles_do_not_name_is_unknown_only_where_they_name_codes_of_its_kind():
+    table = "Payment errors › Error codes\n\n| E-4012 | Card declined |\n| E-4021 | Timed out |"
+    assert unknown_codes("Checkout says E-4031, what is it?", [table]) == {"E-4031"}
+    assert unknown_codes("what does e4012 mean", [table]) == set()  # the other spelling of a listed code
+    assert unknown_codes("my order LO-2048173 is late", [table]) == set()  # no LO- codes here: not a code list
+    assert unknown_codes("how long do refunds take?", [table]) == set()
 
 
 def synthetic(n: int, seed: int) -> list[tuple[dict[str, float], bool]]:

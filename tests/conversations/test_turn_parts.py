@@ -20,6 +20,7 @@ from conversations.reader import (
     choose_statements,
     passage_sentences,
     passage_statements,
+    score_sentences,
     with_heading,
 )
 from conversations.rewrite import is_follow_up, question_focus, rewrite_by_rule, rewrite_query
@@ -159,6 +160,41 @@ def test_the_reader_takes_a_second_section_only_when_it_is_as_strong(embedder):
     assert len(choose_statements(strong, embed=embedder.encode)) == 2
     assert [s.text for s in choose_statements(weak, embed=embedder.encode)] == ["Express delivery costs $12."]
     assert choose_statements([], embed=embedder.encode) == []
+
+
+def test_an_answer_that_replies_to_the_statement_before_it_is_said_after_it(embedder):
+    scored = statements(
+        (1, "If your order is already Packed or Shipped, you cannot cancel it.", 4.0),
+        (1, "Refuse the delivery when the carrier arrives.", -6.0),
+        (1, "We refund it as a return.", -7.0),
+    )
+    alone = [s.text for s in choose_statements(scored, embed=embedder.encode)]
+    assert alone == ["If your order is already Packed or Shipped, you cannot cancel it."]
+    scored[1] = ScoredSentence(1, scored[1].text, -6.0, position=1, after_previous=5.5)
+    said = [s.text for s in choose_statements(scored, embed=embedder.encode)]
+    assert said[:2] == [
+        "If your order is already Packed or Shipped, you cannot cancel it.",
+        "Refuse the delivery when the carrier arrives.",
+    ]
+
+
+def test_statements_are_scored_alone_and_after_their_predecessor():
+    text = (
+        "If your order is already Packed or Shipped, you cannot cancel it. Refuse the delivery when the carrier "
+        "arrives. The parcel comes back to us and we refund it as a return."
+    )
+    context = assemble_context(
+        "Be kind.",
+        [Evidence(1, "order-changes", "Order changes", "1", "2026-01-01", "Order changes › After it ships", text, 1.0)],
+        [],
+        budget_tokens=500,
+        count_tokens=words,
+    )
+    question = "My order is already Packed and I don't want it any more. What can I do?"
+    scored = {s.text: s for s in score_sentences(question, context, default_reranker())}
+    first, refuse = scored[text.split(". ")[0] + "."], scored["Refuse the delivery when the carrier arrives."]
+    assert first.after_previous is None and refuse.after_previous is not None
+    assert refuse.after_previous > refuse.score  # read as the reply to "you cannot cancel it", it answers
 
 
 def test_a_statement_under_a_code_heading_is_said_with_its_code():

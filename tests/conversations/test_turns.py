@@ -67,6 +67,13 @@ def test_a_code_is_answered_with_its_heading_and_stays_grounded(helpcentre, embe
     assert all(c.supported for c in result.claims)
 
 
+def test_a_code_the_articles_do_not_list_is_not_answered_with_its_neighbours(helpcentre, embedder):
+    result = answer_turn(conversation(helpcentre), "what does error E-4031 mean?", services=services(embedder))
+    assert result.decision == "abstained" and result.reply == ABSTAIN_REPLY
+    turn = Turn.objects.get(pk=result.turn_id)
+    assert any("E-4031" in note for note in turn.notes), turn.notes
+
+
 def test_a_question_the_help_centre_cannot_answer_abstains(helpcentre, embedder):
     result = answer_turn(
         conversation(helpcentre), "do you sell gift wrapping in Mars colonies?", services=services(embedder)

@@ -147,7 +147,6 @@ def fit(
     rows: Sequence[tuple[Mapping[str, float], bool]],
     *,
     groups: Sequence[str] | None = None,
-    features: Sequence[str] = SIGNALS,
     fitted_on: str = "",
 ) -> AnswerModel:
     """A logistic regression by Newton's method (L2-penalised), with the cut that answers the most
@@ -156,7 +155,7 @@ def fit(
     labels = np.array([answerable for _, answerable in rows], dtype=float)
     if labels.sum() == 0 or labels.sum() == len(labels):
         raise AbstentionModelError("fitting needs both answerable and unanswerable questions")
-    raw = np.array([[signals[f] for f in features] for signals, _ in rows], dtype=float)
+    raw = np.array([[signals[f] for f in SIGNALS] for signals, _ in rows], dtype=float)
     mean, scale = raw.mean(axis=0), raw.std(axis=0)
     scale[scale == 0] = 1.0
     x = np.hstack([(raw - mean) / scale, np.ones((len(rows), 1))])
@@ -167,7 +166,7 @@ def fit(
         cell = (group_of == g) & (labels == c)
         if cell.any():
             weight[cell] = len(rows) / (len(cells) * cell.sum())
-    penalty = np.diag([L2] * len(features) + [0.0])
+    penalty = np.diag([L2] * len(SIGNALS) + [0.0])
     beta = np.zeros(x.shape[1])
     for _ in range(100):
         p = 1 / (1 + np.exp(-np.clip(x @ beta, -50, 50)))
@@ -178,7 +177,7 @@ def fit(
         if np.abs(step).max() < 1e-8:
             break
     model = AnswerModel(
-        tuple(features),
+        SIGNALS,
         tuple(mean.tolist()),
         tuple(scale.tolist()),
         tuple(beta[:-1].tolist()),

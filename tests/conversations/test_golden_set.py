@@ -13,8 +13,21 @@ from conversations.turns import default_services
 
 pytestmark = pytest.mark.django_db
 
-# Measured 2026-11-30 (`evaluate answers`): recall@3 0.946, MRR 0.815, answer correct 0.548, abstention correct 0.60.
-FLOORS = {"recall@3": 0.90, "mrr": 0.77, "answer_correct": 0.50, "abstention_correct": 0.55}
+# Measured 2026-12-01 (`evaluate answers`): recall@3 0.946, MRR 0.816, answer correct 0.505, abstention correct 0.64.
+FLOORS = {"recall@3": 0.90, "mrr": 0.77, "answer_correct": 0.50, "abstention_correct": 0.60}
+# Questions right per category, one under what was measured then (plain 12/24, paraphrase 2/12, typo 5/10,
+# identifier 11/15, audience 5/10, superseded 6/6, follow-up 4/11, Hinglish 4/8, unanswerable 14/22).
+CATEGORY_FLOORS = {
+    "plain": 11,
+    "paraphrase": 1,
+    "typo": 4,
+    "identifier": 10,
+    "audience": 4,
+    "superseded": 5,
+    "follow-up": 3,
+    "hinglish": 3,
+    "unanswerable": 13,
+}
 
 
 def test_the_golden_set_stays_above_its_floors(helpcentre, capsys):
@@ -34,4 +47,10 @@ def test_the_golden_set_stays_above_its_floors(helpcentre, capsys):
     assert summary["audience_leaks"] == 0
     assert summary["unsupported_shipped"] == 0
     below = {name: summary[name] for name, floor in FLOORS.items() if summary[name] < floor}
-    assert not below, f"below the floor: {below} (floors {FLOORS}); failure tree {summary['failure_tree']}"
+    right = {category: figures["correct"] for category, figures in summary["by_category"].items()}
+    below |= {
+        category: right.get(category, 0)
+        for category, floor in CATEGORY_FLOORS.items()
+        if right.get(category, 0) < floor
+    }
+    assert not below, f"below the floor: {below} (floors {FLOORS}, {CATEGORY_FLOORS}); tree {summary['failure_tree']}"

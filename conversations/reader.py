@@ -83,6 +83,11 @@ class ScoredSentence:
         return self.score if self.after_previous is None else max(self.score, self.after_previous)
 
 
+def best_reading(scored: Sequence[ScoredSentence]) -> float | None:
+    """The best statement's logit, alone or read after its predecessor; None when nothing was scored."""
+    return max((s.best_reading for s in scored), default=None)
+
+
 def _cells(row: str) -> list[str]:
     return [cell.strip() for cell in row.strip().strip("|").split("|")]
 
@@ -149,15 +154,18 @@ def score_sentences(
         if not looks_like_instruction(statement.text)
     ][:limit]
     previous = {(n, s.position + 1): s.text for n, _, s in candidates}
-    windows = [(i, previous[n, s.position]) for i, (n, _, s) in enumerate(candidates) if (n, s.position) in previous]
     # Scored with its heading: "Card declined by issuing bank." answers "what is E-4012" only under "› E-4012".
-    texts = [f"{heading}: {s.text}" for _, heading, s in candidates]
-    texts += [f"{candidates[i][1]}: {before} {candidates[i][2].text}" for i, before in windows]
-    scores = reranker.score(question, texts).tolist() if texts else []
-    after_previous: dict[int, float] = {i: scores[len(candidates) + j] for j, (i, _) in enumerate(windows)}
+    alone = [f"{heading}: {s.text}" for _, heading, s in candidates]
+    after = {
+        i: f"{heading}: {previous[n, s.position]} {s.text}"
+        for i, (n, heading, s) in enumerate(candidates)
+        if (n, s.position) in previous
+    }
+    scores = reranker.score(question, [*alone, *after.values()]).tolist()
+    paired = dict(zip(after, scores[len(alone) :], strict=True))
     ranked = [
-        ScoredSentence(n, s.text, float(score), s.position, s.block, s.kind, heading, after_previous.get(i))
-        for i, ((n, heading, s), score) in enumerate(zip(candidates, scores[: len(candidates)], strict=True))
+        ScoredSentence(n, s.text, float(score), s.position, s.block, s.kind, heading, paired.get(i))
+        for i, ((n, heading, s), score) in enumerate(zip(candidates, scores[: len(alone)], strict=True))
     ]
     return sorted(ranked, key=lambda s: -s.score)
 

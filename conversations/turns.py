@@ -45,7 +45,14 @@ from conversations.models import (
     Turn,
 )
 from conversations.pii import searchable, without_placeholders
-from conversations.reader import ScoredSentence, as_reply, choose_statements, reading_record, score_sentences
+from conversations.reader import (
+    ScoredSentence,
+    as_reply,
+    best_reading,
+    choose_statements,
+    reading_record,
+    score_sentences,
+)
 from conversations.rewrite import question_focus, rewrite_by_rule, rewrite_query
 from customers.corpus import CustomerKnowledge, customer_knowledge, order_numbers
 from customers.gatekeeper import (
@@ -302,7 +309,7 @@ class FoundEvidence:
     def evidence_score(self) -> float | None:
         """The cross-encoder logit of the best statement in the top passages, alone or read after its
         predecessor (one of the signals)."""
-        return max(s.best_reading for s in self.scored) if self.scored else None
+        return best_reading(self.scored)
 
 
 def gather_evidence(
@@ -353,7 +360,7 @@ def gather_evidence(
         signals = signals_of(
             scoring_query,
             [HitSignals(rerank_passage(h.heading_path, h.chunk.text), _stage_scores(h)) for h in hits],
-            max((s.best_reading for s in scored), default=None),
+            best_reading(scored),
         )
     codes = unknown_codes(search_query, [f"{p.heading_path}\n{p.text}" for p in context.evidence])
     return FoundEvidence(hits, context, scored, signals, codes)
@@ -413,12 +420,14 @@ def _run(
     probability = model.probability(found.signals) if scored else 0.0
     outcome.signals = {**found.signals, PROBABILITY: round(probability, 4)}
     if found.unknown_codes:
+        unanswered = f"the articles do not name {', '.join(sorted(found.unknown_codes))}"
+    elif probability < model.cut and not _answered_by_record(context, scored):
+        unanswered = f"probability the evidence answers {probability:.2f} is below the cut {model.cut:.2f}"
+    else:
+        unanswered = ""
+    if unanswered:
         outcome.reading = reading_record(scored, [])
-        outcome.notes.append(f"the articles do not name {', '.join(sorted(found.unknown_codes))}")
-        return outcome
-    if probability < model.cut and not _answered_by_record(context, scored):
-        outcome.reading = reading_record(scored, [])
-        outcome.notes.append(f"probability the evidence answers {probability:.2f} is below the cut {model.cut:.2f}")
+        outcome.notes.append(unanswered)
         return outcome
     with watch.lap("generate"):
         outcome.draft = _generate(outcome.query, context, scored, services, outcome, on_delta, on_reset)

@@ -25,6 +25,7 @@ from knowledge.embeddings import Embedder
 from knowledge.evaluation import DEPTH as STAGE_DEPTH
 from knowledge.evaluation import StageFigures
 from knowledge.fusion import fuse
+from knowledge.fuzzy import find_typos
 from knowledge.models import Chunk, Collection
 from knowledge.retrieval import Hit, RetrievalConfig, default_config, prepare_query, rerank, run_stages, search
 from knowledge.scope import Scope
@@ -162,9 +163,14 @@ def golden_stage_figures(
         answer_of = {pk: "answer" if is_gold(question, r, versions) else str(pk) for pk, r in records.items()}
         query = prepare_query(search_query(question), collection)
         scope = Scope(collection.pk, question.audience, "as_of", question.as_of or timezone.localdate())
-        rankings = run_stages(scope, query, collection=collection, embedder=embedder, config=config, k=STAGE_DEPTH)
+        typos = find_typos(collection.pk, query)
+        rankings = run_stages(
+            scope, query, collection=collection, embedder=embedder, config=config, k=STAGE_DEPTH, typos=typos
+        )
         fused = fuse(rankings, method=config.fusion, depth=STAGE_DEPTH, weights=config.weights, rrf_k=config.rrf_k)
-        reranked, _ = rerank(query, fused, candidates=config.rerank_candidates, blend=config.rerank_blend)
+        reranked = rerank(
+            query, fused, candidates=config.rerank_candidates, blend=config.rerank_blend, typos=typos
+        ).fused
         ranked = {
             **{stage: [h.chunk_id for h in hits] for stage, hits in rankings.items()},
             "fused": [f.chunk_id for f in fused],

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -21,43 +21,15 @@ import numpy as np
 from conversations.claims import content_words, numbers_in
 from conversations.context import Context, Trust, looks_like_instruction
 from knowledge.chunking import HEADING_SEPARATOR, split_sentences
-from knowledge.rerank import CrossEncoder
+from knowledge.rerank import CrossEncoder, Reading, read_passages
+from knowledge.statements import Statement, passage_statements
 
-_TABLE_RULE = re.compile(r"^\|?\s*:?-{3,}")
-_EMPHASIS = re.compile(r"\*\*|__|`")
 # A code in a heading ("E-4012", "W-9", "SKU2231"): letters joined to digits.
 _IDENTIFIER = re.compile(r"\b[A-Za-z]{1,4}-?\d{2,}\b")
-_LIST_MARK = re.compile(r"^(?:[-*•]|\d+[.)])\s+")
-# A statement that opens like these continues the one before it: alone it says nothing.
-_LEANS_ON_PREVIOUS = re.compile(
-    r"^(this|that|these|those|it|its|they|them|their|then|repeat|also|otherwise|however|but|and|or|so|still|"
-    r"instead|here|there|such|both|either|neither|in that case|if so|if not|after that|once done)\b",
-    re.IGNORECASE,
-)
 # A statement that opens like these narrows the one before it: a condition, an exception, a caveat.
 _QUALIFIES_PREVIOUS = re.compile(
     r"^(if|unless|except|only|note|however|but|this|these|it|they|otherwise|weekends|allow)\b", re.IGNORECASE
 )
-
-
-@dataclass(frozen=True)
-class Statement:
-    """One quotable statement of a passage; position orders a passage's statements, block groups those
-    of one paragraph, list or table."""
-
-    text: str
-    kind: str  # "sentence", "item" or "row"
-    position: int
-    block: int
-
-    @property
-    def leans_on_previous(self) -> bool:
-        return self.kind == "sentence" and bool(_LEANS_ON_PREVIOUS.match(self.text))
-
-    @property
-    def introduces(self) -> bool:
-        """Ends with a colon: it announces what follows ("To be eligible:") rather than saying it."""
-        return self.text.rstrip().endswith(":")
 
 
 @dataclass(frozen=True)
@@ -88,86 +60,50 @@ def best_reading(scored: Sequence[ScoredSentence]) -> float | None:
     return max((s.best_reading for s in scored), default=None)
 
 
-def _cells(row: str) -> list[str]:
-    return [cell.strip() for cell in row.strip().strip("|").split("|")]
-
-
-def _as_sentence(text: str) -> str:
-    text = _EMPHASIS.sub("", text).strip()
-    return text if text.endswith((".", "!", "?", ":")) else f"{text}."
-
-
-def passage_statements(text: str) -> list[Statement]:
-    """A passage as statements. A list item is one statement, whatever its sentences; a table row becomes
-    one sentence naming its columns ("Code: E-4012; Meaning: Card declined by issuing bank.")."""
-    statements: list[Statement] = []
-    lines = [line.strip() for line in text.splitlines()]
-    header: list[str] = []
-    block, previous_kind = 0, ""
-
-    def add(piece: str, kind: str) -> None:
-        if len(piece.split()) >= 3:
-            statements.append(Statement(piece, kind, len(statements), block))
-
-    for index, line in enumerate(lines):
-        if not line:
-            block, previous_kind = block + 1, ""
-            continue
-        if _TABLE_RULE.match(line):
-            continue
-        kind = "row" if line.startswith("|") else "item" if _LIST_MARK.match(line) else "sentence"
-        if kind != previous_kind and previous_kind:
-            block += 1
-        previous_kind = kind
-        if kind == "row":
-            if index + 1 < len(lines) and _TABLE_RULE.match(lines[index + 1]):
-                header = _cells(line)
-                continue
-            cells = _cells(line)
-            named = [f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=False)] if header else cells
-            add(_as_sentence("; ".join(c for c in named if c)), kind)
-        elif kind == "item":
-            add(_as_sentence(_LIST_MARK.sub("", _EMPHASIS.sub("", line)).strip()), kind)
-        else:
-            for sentence in split_sentences(_EMPHASIS.sub("", line).strip()):
-                add(_as_sentence(sentence), kind)
-    return statements
-
-
 def passage_sentences(text: str) -> list[str]:
     """The statements of a passage as plain text (what grounding compares a claim with)."""
     return [s.text for s in passage_statements(text)]
 
 
 def score_sentences(
-    question: str, context: Context, reranker: CrossEncoder, *, passages: int = 3, limit: int = 40
+    question: str,
+    context: Context,
+    reranker: CrossEncoder,
+    *,
+    read: Mapping[int, Sequence[Reading]] | None = None,
+    passages: int = 3,
 ) -> list[ScoredSentence]:
     """The statements of the customer's verified records and of the top retrieved passages, best answer
-    first. Statements that address the assistant ("ignore your rules…") are never candidates: evidence is
-    quoted, never obeyed or repeated as policy."""
+    first. A passage the reranker already read (`read`, by chunk) keeps those scores: each text is scored
+    once per turn; the others are read now. Statements that address the assistant ("ignore your rules…")
+    are never candidates: evidence is quoted, never obeyed or repeated as policy."""
+    read = read or {}
     verified = [p for p in context.evidence if p.trust is Trust.VERIFIED]
     retrieved = [p for p in context.evidence if p.trust is not Trust.VERIFIED][:passages]
-    candidates = [
-        (p.number, p.heading_path, statement)
-        for p in (*verified, *retrieved)
-        for statement in passage_statements(p.text)
-        if not looks_like_instruction(statement.text)
-    ][:limit]
-    previous = {(n, s.position + 1): s.text for n, _, s in candidates}
-    # Scored with its heading: "Card declined by issuing bank." answers "what is E-4012" only under "› E-4012".
-    alone = [f"{heading}: {s.text}" for _, heading, s in candidates]
-    after = {
-        i: f"{heading}: {previous[n, s.position]} {s.text}"
-        for i, (n, heading, s) in enumerate(candidates)
-        if (n, s.position) in previous
-    }
-    scores = reranker.score(question, [*alone, *after.values()]).tolist()
-    paired = dict(zip(after, scores[len(alone) :], strict=True))
-    ranked = [
-        ScoredSentence(n, s.text, float(score), s.position, s.block, s.kind, heading, paired.get(i))
-        for i, ((n, heading, s), score) in enumerate(zip(candidates, scores[: len(alone)], strict=True))
-    ]
-    return sorted(ranked, key=lambda s: -s.score)
+    chosen = [*verified, *retrieved]
+    unread = [p for p in chosen if p.chunk_id is None or p.chunk_id not in read]
+    fresh = read_passages(reranker, question, [(p.heading_path, p.text) for p in unread]) if unread else []
+    now = {id(p): r.readings for p, r in zip(unread, fresh, strict=True)}
+    scored: list[ScoredSentence] = []
+    for p in chosen:
+        passage_readings = read[p.chunk_id] if p.chunk_id is not None and p.chunk_id in read else now[id(p)]
+        quoted = {r.statement.position for r in passage_readings if not looks_like_instruction(r.statement.text)}
+        scored.extend(
+            ScoredSentence(
+                p.number,
+                r.statement.text,
+                r.alone,
+                r.statement.position,
+                r.statement.block,
+                r.statement.kind,
+                p.heading_path,
+                # Read after an instruction it would carry that instruction along: alone only.
+                r.after_previous if r.statement.position - 1 in quoted else None,
+            )
+            for r in passage_readings
+            if r.statement.position in quoted
+        )
+    return sorted(scored, key=lambda s: -s.score)
 
 
 @dataclass(frozen=True)

@@ -356,7 +356,8 @@ def gather_evidence(
     with watch.lap("score_evidence"):
         # The cross-encoder reads words, not stems: misspellings are put right in the article's own spelling.
         scoring_query = corrected(prepared, typos, [p.text for p in context.evidence])
-        scored = score_sentences(scoring_query, context, services.reranker)
+        read = {h.chunk.pk: h.readings for h in hits if h.readings is not None}
+        scored = score_sentences(scoring_query, context, services.reranker, read=read)
         signals = signals_of(
             scoring_query,
             [HitSignals(rerank_passage(h.heading_path, h.chunk.text), _stage_scores(h)) for h in hits],

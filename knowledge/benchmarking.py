@@ -11,7 +11,7 @@ from knowledge import metrics
 from knowledge.embeddings import Embedder
 from knowledge.ingest import refresh_term_statistics
 from knowledge.models import Collection
-from knowledge.rerank import CrossEncoder, rerank_passage
+from knowledge.rerank import CrossEncoder, read_passages
 from knowledge.retrieval import RetrievalConfig, search
 from supportbot.stopwatch import Stopwatch
 
@@ -98,7 +98,7 @@ def time_retrieval(
         )
         total = (time.perf_counter() - started) * 1000
         rerank_started = time.perf_counter()
-        reranker.score(query, [rerank_passage(h.heading_path, h.chunk.text) for h in hits])
+        read_passages(reranker, query, [(h.heading_path, h.chunk.text) for h in hits])
         rerank_ms = (time.perf_counter() - rerank_started) * 1000
         if index < warm_up:
             continue

@@ -14,6 +14,7 @@ from knowledge import metrics
 from knowledge.embeddings import Embedder
 from knowledge.errors import KnowledgeError
 from knowledge.fusion import fuse
+from knowledge.fuzzy import find_typos
 from knowledge.models import Chunk, Collection
 from knowledge.retrieval import STAGES, RetrievalConfig, rerank, run_stages, search
 from knowledge.scope import Scope
@@ -143,7 +144,10 @@ def evaluate_retrieval(
         )
         if with_rerank:
             started = time.perf_counter()
-            reranked, _ = rerank(query.text, fused, candidates=config.rerank_candidates, blend=config.rerank_blend)
+            typos = find_typos(collection.pk, query.text)
+            reranked = rerank(
+                query.text, fused, candidates=config.rerank_candidates, blend=config.rerank_blend, typos=typos
+            ).fused
             elapsed = (time.perf_counter() - started) * 1000
             figures.setdefault("reranked", StageFigures()).add(
                 metrics.roll_up([f.chunk_id for f in reranked], document_of), query.relevant, elapsed

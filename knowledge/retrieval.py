@@ -14,10 +14,10 @@ from django.db import connection
 from knowledge.dense import dense_search
 from knowledge.embeddings import Embedder, default_embedder, embed_query, secondary_embedder
 from knowledge.fusion import Fused, FusionMethod, blend_rerank, fuse
-from knowledge.fuzzy import Typos, expand_with_corrections, find_typos, fuzzy_search
+from knowledge.fuzzy import Typos, corrected, expand_with_corrections, find_typos, fuzzy_search
 from knowledge.models import Chunk, Collection, GlossaryEntry
 from knowledge.query import QueryError, expand_identifiers, expand_with_glossary, gloss_hinglish, normalise_query
-from knowledge.rerank import default_reranker, rerank_passage
+from knowledge.rerank import Reading, default_reranker, read_passages
 from knowledge.scope import FROM_CHUNKS, Scope, VersionPolicy
 from knowledge.sparse import BM25Parameters, CorpusStatistics, StageHit, bm25_search
 from supportbot.stopwatch import Stopwatch
@@ -56,6 +56,9 @@ class Hit:
     rank: int
     score: float
     stages: Mapping[str, StageResult]
+    # The statements the reranker read, with their scores (None: not reranked): the reader's evidence,
+    # scored once per turn.
+    readings: tuple[Reading, ...] | None = None
 
     @property
     def heading_path(self) -> str:
@@ -123,21 +126,33 @@ def run_stages(
     return rankings
 
 
-def rerank(query: str, fused: list[Fused], *, candidates: int, blend: float) -> tuple[list[Fused], list[StageHit]]:
-    """Rerank the top candidates of a fused list with the cross-encoder; the rest keep their order below.
+@dataclass(frozen=True)
+class Reranked:
+    fused: list[Fused]
+    ranking: list[StageHit]  # the reranker's own ranking of the shortlist (for explanations)
+    readings: dict[int, tuple[Reading, ...]]
 
-    Returns the new list and the reranker's own ranking of the shortlist (for explanations)."""
+
+def rerank(query: str, fused: list[Fused], *, candidates: int, blend: float, typos: Typos) -> Reranked:
+    """Rerank the top candidates of a fused list by their best statement as the cross-encoder reads it;
+    the rest keep their order below. Misspelt words are put right in the candidates' own spelling first:
+    the cross-encoder reads words, not stems."""
     shortlist = fused[:candidates]
-    passages = {
-        chunk_id: rerank_passage(path, text)
+    rows = {
+        chunk_id: (path, text)
         for chunk_id, path, text in Chunk.objects.filter(pk__in=[f.chunk_id for f in shortlist]).values_list(
             "id", "heading_path", "text"
         )
     }
-    scores = default_reranker().score(query, [passages[f.chunk_id] for f in shortlist])
-    own = sorted(zip(shortlist, scores.tolist(), strict=True), key=lambda pair: -pair[1])
-    ranking = [StageHit(f.chunk_id, rank, score) for rank, (f, score) in enumerate(own, start=1)]
-    return blend_rerank(shortlist, scores.tolist(), blend=blend) + fused[candidates:], ranking
+    passages = [rows[f.chunk_id] for f in shortlist]
+    read = read_passages(default_reranker(), corrected(query, typos, [text for _, text in passages]), passages)
+    scores = [r.score for r in read]
+    own = sorted(zip(shortlist, scores, strict=True), key=lambda pair: -pair[1])
+    return Reranked(
+        blend_rerank(shortlist, scores, blend=blend) + fused[candidates:],
+        [StageHit(f.chunk_id, rank, score) for rank, (f, score) in enumerate(own, start=1)],
+        {f.chunk_id: r.readings for f, r in zip(shortlist, read, strict=True)},
+    )
 
 
 def _newest_first_within_article(hits: list[Hit]) -> list[Hit]:
@@ -149,7 +164,7 @@ def _newest_first_within_article(hits: list[Hit]) -> list[Hit]:
         hits,
         key=lambda h: (order[h.chunk.version.article_id], -h.chunk.version.effective_date.toordinal(), h.rank),
     )
-    return [Hit(h.chunk, rank, h.score, h.stages) for rank, h in enumerate(ranked, start=1)]
+    return [Hit(h.chunk, rank, h.score, h.stages, h.readings) for rank, h in enumerate(ranked, start=1)]
 
 
 def prepare_query(query: str, collection: Collection) -> str:
@@ -186,6 +201,9 @@ def search(
     if as_of is not None:
         version_policy = "as_of"
     scope = Scope(collection.pk, audience, version_policy, as_of)
+    if typos is None:
+        with watch.lap("typos"):
+            typos = find_typos(collection.pk, query)
     rankings = run_stages(
         scope,
         query,
@@ -199,11 +217,11 @@ def search(
     )
     with watch.lap("fuse"):
         fused = fuse(rankings, method=config.fusion, depth=config.depth, weights=config.weights, rrf_k=config.rrf_k)
+    readings: dict[int, tuple[Reading, ...]] = {}
     if config.rerank:
         with watch.lap("rerank"):
-            fused, rankings["rerank"] = rerank(
-                query, fused, candidates=config.rerank_candidates, blend=config.rerank_blend
-            )
+            reranked = rerank(query, fused, candidates=config.rerank_candidates, blend=config.rerank_blend, typos=typos)
+        fused, rankings["rerank"], readings = reranked.fused, reranked.ranking, reranked.readings
     fused = fused[:k]
     with watch.lap("load"):
         chunks = Chunk.objects.select_related("version__article").in_bulk([f.chunk_id for f in fused])
@@ -216,6 +234,7 @@ def search(
             rank,
             f.score,
             {name: found[f.chunk_id] for name, found in per_stage.items() if f.chunk_id in found},
+            readings.get(f.chunk_id),
         )
         for rank, f in enumerate(fused, start=1)
     ]

@@ -1,0 +1,85 @@
+"""A passage as statements: the unit the cross-encoder reads and the reader quotes (a sentence, a whole
+list item, a table row named by its header)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from knowledge.chunking import split_sentences
+
+_TABLE_RULE = re.compile(r"^\|?\s*:?-{3,}")
+_EMPHASIS = re.compile(r"\*\*|__|`")
+_LIST_MARK = re.compile(r"^(?:[-*•]|\d+[.)])\s+")
+# A statement that opens like these continues the one before it: alone it says nothing.
+_LEANS_ON_PREVIOUS = re.compile(
+    r"^(this|that|these|those|it|its|they|them|their|then|repeat|also|otherwise|however|but|and|or|so|still|"
+    r"instead|here|there|such|both|either|neither|in that case|if so|if not|after that|once done)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One quotable statement of a passage; position orders a passage's statements, block groups those
+    of one paragraph, list or table."""
+
+    text: str
+    kind: str  # "sentence", "item" or "row"
+    position: int
+    block: int
+
+    @property
+    def leans_on_previous(self) -> bool:
+        return self.kind == "sentence" and bool(_LEANS_ON_PREVIOUS.match(self.text))
+
+    @property
+    def introduces(self) -> bool:
+        """Ends with a colon: it announces what follows ("To be eligible:") rather than saying it."""
+        return self.text.rstrip().endswith(":")
+
+
+def _cells(row: str) -> list[str]:
+    return [cell.strip() for cell in row.strip().strip("|").split("|")]
+
+
+def _as_sentence(text: str) -> str:
+    text = _EMPHASIS.sub("", text).strip()
+    return text if text.endswith((".", "!", "?", ":")) else f"{text}."
+
+
+def passage_statements(text: str) -> list[Statement]:
+    """A passage as statements. A list item is one statement, whatever its sentences; a table row becomes
+    one sentence naming its columns ("Code: E-4012; Meaning: Card declined by issuing bank.")."""
+    statements: list[Statement] = []
+    lines = [line.strip() for line in text.splitlines()]
+    header: list[str] = []
+    block, previous_kind = 0, ""
+
+    def add(piece: str, kind: str) -> None:
+        if len(piece.split()) >= 3:
+            statements.append(Statement(piece, kind, len(statements), block))
+
+    for index, line in enumerate(lines):
+        if not line:
+            block, previous_kind = block + 1, ""
+            continue
+        if _TABLE_RULE.match(line):
+            continue
+        kind = "row" if line.startswith("|") else "item" if _LIST_MARK.match(line) else "sentence"
+        if kind != previous_kind and previous_kind:
+            block += 1
+        previous_kind = kind
+        if kind == "row":
+            if index + 1 < len(lines) and _TABLE_RULE.match(lines[index + 1]):
+                header = _cells(line)
+                continue
+            cells = _cells(line)
+            named = [f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=False)] if header else cells
+            add(_as_sentence("; ".join(c for c in named if c)), kind)
+        elif kind == "item":
+            add(_as_sentence(_LIST_MARK.sub("", _EMPHASIS.sub("", line)).strip()), kind)
+        else:
+            for sentence in split_sentences(_EMPHASIS.sub("", line).strip()):
+                add(_as_sentence(sentence), kind)
+    return statements

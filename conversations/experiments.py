@@ -27,7 +27,16 @@ from knowledge.evaluation import StageFigures
 from knowledge.fusion import fuse
 from knowledge.fuzzy import find_typos
 from knowledge.models import Chunk, Collection
-from knowledge.retrieval import Hit, RetrievalConfig, default_config, prepare_query, rerank, run_stages, search
+from knowledge.retrieval import (
+    Hit,
+    RetrievalConfig,
+    default_config,
+    prepare_query,
+    rerank,
+    run_stages,
+    search,
+    shortlist_size,
+)
 from knowledge.scope import Scope
 
 DEPTH = 6  # what a turn retrieves (ANSWER_PASSAGES)
@@ -169,7 +178,11 @@ def golden_stage_figures(
         )
         fused = fuse(rankings, method=config.fusion, depth=STAGE_DEPTH, weights=config.weights, rrf_k=config.rrf_k)
         reranked = rerank(
-            query, fused, candidates=config.rerank_candidates, blend=config.rerank_blend, typos=typos
+            query,
+            fused,
+            candidates=shortlist_size(fused, rankings, config),
+            blend=config.rerank_blend,
+            typos=typos,
         ).fused
         ranked = {
             **{stage: [h.chunk_id for h in hits] for stage, hits in rankings.items()},

@@ -13,19 +13,20 @@ from conversations.turns import default_services
 
 pytestmark = pytest.mark.django_db
 
-# Measured 2026-12-01 (`evaluate answers`): recall@3 0.946, MRR 0.816, answer correct 0.505, abstention correct 0.64.
-FLOORS = {"recall@3": 0.90, "mrr": 0.77, "answer_correct": 0.50, "abstention_correct": 0.60}
-# Questions right per category, one under what was measured then (plain 12/24, paraphrase 2/12, typo 5/10,
-# identifier 11/15, audience 5/10, superseded 6/6, follow-up 4/11, Hinglish 4/8, unanswerable 14/22).
+# Measured 2026-12-01 with one cross-encoder pass per turn (`evaluate answers`): recall@3 0.968, MRR 0.833,
+# answer correct 0.538, abstention correct 0.64.
+FLOORS = {"recall@3": 0.93, "mrr": 0.80, "answer_correct": 0.52, "abstention_correct": 0.60}
+# Questions right per category, one under what was measured then (plain 11/24, paraphrase 2/12, typo 5/10,
+# identifier 11/15, audience 6/10, superseded 6/6, follow-up 6/11, Hinglish 5/8, unanswerable 14/22).
 CATEGORY_FLOORS = {
-    "plain": 11,
+    "plain": 10,
     "paraphrase": 1,
     "typo": 4,
     "identifier": 10,
-    "audience": 4,
+    "audience": 5,
     "superseded": 5,
-    "follow-up": 3,
-    "hinglish": 3,
+    "follow-up": 5,
+    "hinglish": 4,
     "unanswerable": 13,
 }
 

@@ -1,8 +1,10 @@
 import pytest
 
+from knowledge.fusion import Fused
 from knowledge.models import Chunk, Collection
 from knowledge.rerank import CrossEncoder, RerankerUnavailable, default_reranker, read_passages, resolve_reranker_dir
-from knowledge.retrieval import RetrievalConfig, search
+from knowledge.retrieval import RetrievalConfig, search, shortlist_size
+from knowledge.sparse import StageHit
 
 
 def test_the_packaged_cross_encoder_prefers_the_passage_that_answers():
@@ -32,7 +34,7 @@ def test_an_unknown_reranker_is_refused_clearly(tmp_path):
 
 @pytest.mark.django_db
 def test_reranking_keeps_the_audience_rule_and_explains_itself(helpcentre: Collection):
-    config = RetrievalConfig(rerank=True, rerank_candidates=10)
+    config = RetrievalConfig(rerank=True, rerank_candidates=10, rerank_confident_candidates=10)
     hits = search("goodwill credit limit in Ledger", collection=helpcentre, audience="public", k=10, config=config)
     assert hits and not any(h.chunk.version.audience == "staff" for h in hits)
     assert sum("rerank" in h.stages for h in hits) == 10
@@ -89,8 +91,18 @@ def test_a_long_passage_is_read_up_to_the_token_budget():
 
 @pytest.mark.django_db
 def test_reranked_hits_carry_the_readings_and_the_rest_none(helpcentre: Collection):
-    config = RetrievalConfig(rerank=True, rerank_candidates=3)
+    config = RetrievalConfig(rerank=True, rerank_candidates=3, rerank_confident_candidates=3)
     hits = search("how long do card refunds take", collection=helpcentre, audience="public", k=8, config=config)
     read = [h for h in hits if h.readings is not None]
     assert len(read) == 3 and all(h.rank <= 3 for h in read)
     assert all(h.stages["rerank"].score == max(r.best for r in h.readings) for h in read if h.readings)
+
+
+def test_fewer_candidates_are_read_when_two_ranking_stages_agree_with_fusion():
+    config = RetrievalConfig(rerank_candidates=5, rerank_confident_candidates=3)
+    fused = [Fused(7, 0.9), Fused(8, 0.5)]
+    agreeing = {"bm25": [StageHit(7, 1, 9.0)], "dense": [StageHit(7, 1, 0.8)], "dense_secondary": [StageHit(8, 1, 0.7)]}
+    assert shortlist_size(fused, agreeing, config) == 3
+    alone = {"bm25": [StageHit(7, 1, 9.0)], "dense": [StageHit(8, 1, 0.8)], "fuzzy": [StageHit(7, 1, 2.0)]}
+    assert shortlist_size(fused, alone, config) == 5  # fuzzy matches spelling, not the question: it does not count
+    assert shortlist_size([], agreeing, config) == 0

@@ -99,6 +99,7 @@ class Command(BaseCommand):
                 ef_search=base.ef_search,
                 rerank=base.rerank,
                 rerank_candidates=base.rerank_candidates,
+                rerank_confident_candidates=base.rerank_confident_candidates,
                 rerank_blend=base.rerank_blend if options["rerank_blend"] is None else options["rerank_blend"],
             )
         except ValueError as exc:

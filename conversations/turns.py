@@ -343,6 +343,7 @@ def gather_evidence(
             embedder=services.embedder,
             stopwatch=watch,
             typos=typos,
+            reranker=services.reranker,
         )
     with watch.lap("context"):
         context = assemble_context(

@@ -17,7 +17,7 @@ from knowledge.fusion import Fused, FusionMethod, blend_rerank, fuse
 from knowledge.fuzzy import Typos, corrected, expand_with_corrections, find_typos, fuzzy_search
 from knowledge.models import Chunk, Collection, GlossaryEntry
 from knowledge.query import QueryError, expand_identifiers, expand_with_glossary, gloss_hinglish, normalise_query
-from knowledge.rerank import Reading, default_reranker, read_passages
+from knowledge.rerank import CrossEncoder, Reading, default_reranker, read_passages
 from knowledge.scope import FROM_CHUNKS, Scope, VersionPolicy
 from knowledge.sparse import BM25Parameters, CorpusStatistics, StageHit, bm25_search
 from supportbot.stopwatch import Stopwatch
@@ -146,7 +146,15 @@ def shortlist_size(fused: list[Fused], rankings: Mapping[str, list[StageHit]], c
     return config.rerank_confident_candidates if agreeing >= 2 else config.rerank_candidates
 
 
-def rerank(query: str, fused: list[Fused], *, candidates: int, blend: float, typos: Typos) -> Reranked:
+def rerank(
+    query: str,
+    fused: list[Fused],
+    *,
+    candidates: int,
+    blend: float,
+    typos: Typos,
+    reranker: CrossEncoder | None = None,
+) -> Reranked:
     """Rerank the top candidates of a fused list by their best statement as the cross-encoder reads it;
     the rest keep their order below. Misspelt words are put right in the candidates' own spelling first:
     the cross-encoder reads words, not stems."""
@@ -158,7 +166,9 @@ def rerank(query: str, fused: list[Fused], *, candidates: int, blend: float, typ
         )
     }
     passages = [rows[f.chunk_id] for f in shortlist]
-    read = read_passages(default_reranker(), corrected(query, typos, [text for _, text in passages]), passages)
+    read = read_passages(
+        reranker or default_reranker(), corrected(query, typos, [text for _, text in passages]), passages
+    )
     scores = [r.score for r in read]
     own = sorted(zip(shortlist, scores, strict=True), key=lambda pair: -pair[1])
     return Reranked(
@@ -200,6 +210,7 @@ def search(
     secondary: Embedder | None = None,
     stopwatch: Stopwatch | None = None,
     typos: Typos | None = None,
+    reranker: CrossEncoder | None = None,
 ) -> list[Hit]:
     """The k best chunks for the query that this audience may see, under the version policy.
 
@@ -234,7 +245,9 @@ def search(
     if config.rerank:
         with watch.lap("rerank"):
             candidates = shortlist_size(fused, rankings, config)
-            reranked = rerank(query, fused, candidates=candidates, blend=config.rerank_blend, typos=typos)
+            reranked = rerank(
+                query, fused, candidates=candidates, blend=config.rerank_blend, typos=typos, reranker=reranker
+            )
         fused, rankings["rerank"], readings = reranked.fused, reranked.ranking, reranked.readings
     fused = fused[:k]
     with watch.lap("load"):

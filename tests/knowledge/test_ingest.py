@@ -3,7 +3,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from knowledge import ingest as ingest_module
-from knowledge.models import Article, ArticleVersion, Chunk, VersionStatus
+from knowledge.models import Article, ArticleVersion, Chunk, Posting, VersionStatus
 from tests.knowledge.helpers import sync_folder
 
 pytestmark = pytest.mark.django_db
@@ -125,8 +125,8 @@ def test_a_crash_mid_article_leaves_the_previous_version_serving(sample_dir, emb
     path.write_text(path.read_text().replace("30 days", "45 days"))
     real_write_chunks = ingest_module.write_chunks
 
-    def write_then_crash(version, prepared, space):
-        real_write_chunks(version, prepared, space)
+    def write_then_crash(written, space):
+        real_write_chunks(written, space)
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(ingest_module, "write_chunks", write_then_crash)
@@ -174,3 +174,37 @@ def test_text_above_the_first_heading_is_filed_under_the_title(tmp_path, embedde
     )
     sync_folder(tmp_path, embedder)
     assert Chunk.objects.get(version__article__slug="note").heading_path == "Store note"
+
+
+def test_re_syncing_an_older_version_keeps_the_newer_one_published(sample_dir, embedder):
+    sync_folder(sample_dir, embedder)
+    old = sample_dir / "shipping-v1.md"
+    old.write_text(old.read_text().replace("title: Shipping and delivery", "title: Shipping (old)"))
+    report = sync_folder(sample_dir, embedder)
+    assert (report.changed, report.new) == (1, 0)
+    shipping = {v.version_label: v.status for v in ArticleVersion.objects.filter(article__slug="shipping")}
+    assert shipping == {"1": VersionStatus.SUPERSEDED, "2": VersionStatus.PUBLISHED}
+    assert Article.objects.get(slug="shipping").title == "Shipping and delivery"
+
+
+def test_a_later_version_without_supersedes_replaces_the_published_one(sample_dir, embedder):
+    sync_folder(sample_dir, embedder)
+    text = (sample_dir / "warranty.md").read_text()
+    (sample_dir / "warranty-v2.md").write_text(
+        text.replace('version: "1"', 'version: "2"')
+        .replace("2026-02-01", "2026-09-01")
+        .replace("title: ", "title: New ", 1)
+    )
+    report = sync_folder(sample_dir, embedder)
+    assert report.new == 1
+    statuses = dict(ArticleVersion.objects.filter(article__slug="warranty").values_list("version_label", "status"))
+    assert statuses == {"1": VersionStatus.SUPERSEDED, "2": VersionStatus.PUBLISHED}
+    assert Article.objects.get(slug="warranty").title.startswith("New ")
+
+
+def test_every_chunk_of_a_batch_gets_its_postings(sample_dir, embedder):
+    sync_folder(sample_dir, embedder)
+    chunks = Chunk.objects.filter(version__article__collection__name="helpcentre")
+    with_postings = chunks.filter(posting__isnull=False).distinct().count()
+    assert with_postings == chunks.count() > 100
+    assert Posting.objects.filter(chunk__text__contains="5 to 10 business days", lexeme="busi").exists()

@@ -65,7 +65,7 @@ def replicate_collection(source: Collection, *, copies: int, name: str) -> Colle
                 cursor.execute(sql, params)
     refresh_term_statistics(target)
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE knowledge_chunk")
+        cursor.execute("ANALYZE knowledge_chunk, knowledge_posting")
     target.refresh_from_db()
     return target
 

@@ -95,6 +95,7 @@ def get_or_create_collection(
 
 
 REBUILD_AFTER_UPDATES = 1000
+ANALYZE_AFTER_CHUNKS = 1000
 
 
 def embed_secondary(collection: Collection, embedder: Embedder, *, batch: int = 256) -> int:
@@ -456,6 +457,11 @@ def ingest(
     stale = collection.chunk_count != Chunk.objects.filter(version__article__collection=collection).count()
     if report.new or report.changed or report.retired or stale:
         refresh_term_statistics(collection)
+    if report.chunks >= ANALYZE_AFTER_CHUNKS:
+        # Until autovacuum catches up, the planner sees the tables as they were: the first BM25 query
+        # after copying 90 k chunks in took 55 s instead of 40 ms.
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE knowledge_chunk, knowledge_posting")
     if secondary is not None:
         embed_secondary(collection, secondary)
         report.secondary_embedded = secondary.texts_embedded - secondary_before

@@ -26,6 +26,9 @@ case "$action" in
       chmod 700 "$datadir"
       as_pg "$PG_BIN/initdb" -D "$datadir" --auth=trust -E UTF8 --locale=C.UTF-8 --no-sync -U postgres >/dev/null
     fi
+    # PostgreSQL's 128 MB default holds a fraction of a 100 k-chunk index; BM25 then reads its postings
+    # from the OS cache (measured: 48 → 39 ms p50 at 101 k chunks with 1 GB).
+    extra+=(-c "shared_buffers=${SUPPORTBOT_PG_SHARED_BUFFERS:-1GB}")
     if as_pg "$PG_BIN/pg_ctl" -D "$datadir" status >/dev/null 2>&1; then
       echo "PostgreSQL already running in $datadir"
     else

@@ -21,7 +21,7 @@ import numpy as np
 from conversations.claims import content_words, numbers_in
 from conversations.context import Context, Trust, looks_like_instruction
 from knowledge.chunking import HEADING_SEPARATOR, split_sentences
-from knowledge.rerank import CrossEncoder, Reading, read_passages
+from knowledge.rerank import CrossEncoder, Reading, best_of, read_passages
 from knowledge.statements import Statement, passage_statements
 
 # A code in a heading ("E-4012", "W-9", "SKU2231"): letters joined to digits.
@@ -52,7 +52,7 @@ class ScoredSentence:
     @property
     def best_reading(self) -> float:
         """Its score alone or after its predecessor, whichever reads as the better answer."""
-        return self.score if self.after_previous is None else max(self.score, self.after_previous)
+        return best_of(self.score, self.after_previous)
 
 
 def best_reading(scored: Sequence[ScoredSentence]) -> float | None:

@@ -94,6 +94,11 @@ def get_or_create_collection(
     return collection
 
 
+def chunk_embedding_text(chunk: Chunk) -> str:
+    """A stored chunk's text as the embedding models read it (select its version's article with it)."""
+    return chunking.embedding_text(chunk.version.article.title, chunk.heading_path, chunk.text)
+
+
 REBUILD_AFTER_UPDATES = 1000
 ANALYZE_AFTER_CHUNKS = 1000
 
@@ -112,9 +117,7 @@ def embed_secondary(collection: Collection, embedder: Embedder, *, batch: int = 
     while chunks := list(
         pending.select_related("version__article").only("id", "heading_path", "text", "version__article__title")[:batch]
     ):
-        vectors = embedder.encode(
-            [chunking.embedding_text(c.version.article.title, c.heading_path, c.text) for c in chunks]
-        )
+        vectors = embedder.encode([chunk_embedding_text(c) for c in chunks])
         for chunk, vector in zip(chunks, vectors, strict=True):
             chunk.secondary_embedding = vector
         Chunk.objects.bulk_update(chunks, ["secondary_embedding"])

@@ -116,7 +116,12 @@ class Reading:
 
     @property
     def best(self) -> float:
-        return self.alone if self.after_previous is None else max(self.alone, self.after_previous)
+        return best_of(self.alone, self.after_previous)
+
+
+def best_of(alone: float, after_previous: float | None) -> float:
+    """A statement's score alone or after its predecessor, whichever reads as the better answer."""
+    return alone if after_previous is None else max(alone, after_previous)
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,10 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from knowledge import chunking
 from knowledge.benchmarking import replicate_collection, time_retrieval
 from knowledge.embeddings import Embedder, default_embedder, secondary_embedder
 from knowledge.evaluation import read_queries
-from knowledge.ingest import configured_chunking, ingest
+from knowledge.ingest import chunk_embedding_text, configured_chunking, ingest
 from knowledge.models import Chunk, Collection
 from knowledge.rerank import default_reranker
 from knowledge.retrieval import default_config
@@ -31,7 +30,7 @@ def _models_seconds(embedders: list[Embedder], texts: list[str]) -> float:
 def _indexed_texts(collection_name: str) -> list[str]:
     """What ingestion embedded for a collection: each chunk's text as the models read it."""
     chunks = Chunk.objects.filter(version__article__collection__name=collection_name).select_related("version__article")
-    return [chunking.embedding_text(c.version.article.title, c.heading_path, c.text) for c in chunks]
+    return [chunk_embedding_text(c) for c in chunks]
 
 
 class Command(BaseCommand):

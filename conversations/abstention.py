@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import snowballstemmer
 
 from conversations.claims import content_words
 from knowledge.query import identifiers
+from knowledge.stemming import stems
 
 SIGNALS = ("sentence_top", "passage_top", "dense_top", "dense_secondary_top", "agreement", "coverage")
 AGREEMENT_STAGES = ("bm25", "dense", "dense_secondary", "rerank")
@@ -39,15 +39,13 @@ LOWEST_LOGIT = -12.0
 FLOOR = {"rerank": LOWEST_LOGIT, "dense": 0.0, "dense_secondary": 0.0}
 L2 = 1.0  # ridge penalty on the standardised weights
 
-_stemmer = snowballstemmer.stemmer("english")
-
 
 class AbstentionModelError(ValueError):
     pass
 
 
 def _stems(text: str) -> set[str]:
-    return set(_stemmer.stemWords(sorted(content_words(text))))
+    return set(stems(sorted(content_words(text))))
 
 
 def coverage(question: str, passage: str) -> float:

@@ -35,7 +35,6 @@ from knowledge.retrieval import (
     rerank,
     run_stages,
     search,
-    shortlist_size,
 )
 from knowledge.scope import Scope
 
@@ -177,13 +176,7 @@ def golden_stage_figures(
             scope, query, collection=collection, embedder=embedder, config=config, k=STAGE_DEPTH, typos=typos
         )
         fused = fuse(rankings, method=config.fusion, depth=STAGE_DEPTH, weights=config.weights, rrf_k=config.rrf_k)
-        reranked = rerank(
-            query,
-            fused,
-            candidates=shortlist_size(fused, rankings, config),
-            blend=config.rerank_blend,
-            typos=typos,
-        ).fused
+        reranked = rerank(query, fused, rankings, config, typos=typos).fused
         ranked = {
             **{stage: [h.chunk_id for h in hits] for stage, hits in rankings.items()},
             "fused": [f.chunk_id for f in fused],

@@ -16,7 +16,7 @@ from knowledge.errors import KnowledgeError
 from knowledge.fusion import fuse
 from knowledge.fuzzy import find_typos
 from knowledge.models import Chunk, Collection
-from knowledge.retrieval import STAGES, RetrievalConfig, rerank, run_stages, search, shortlist_size
+from knowledge.retrieval import STAGES, RetrievalConfig, rerank, run_stages, search
 from knowledge.scope import Scope
 
 CUTOFFS = (1, 3, 5, 10, 20, 100)
@@ -145,13 +145,7 @@ def evaluate_retrieval(
         if with_rerank:
             started = time.perf_counter()
             typos = find_typos(collection.pk, query.text)
-            reranked = rerank(
-                query.text,
-                fused,
-                candidates=shortlist_size(fused, rankings, config),
-                blend=config.rerank_blend,
-                typos=typos,
-            ).fused
+            reranked = rerank(query.text, fused, rankings, config, typos=typos).fused
             elapsed = (time.perf_counter() - started) * 1000
             figures.setdefault("reranked", StageFigures()).add(
                 metrics.roll_up([f.chunk_id for f in reranked], document_of), query.relevant, elapsed

@@ -12,16 +12,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import snowballstemmer
 from django.db import connection, transaction
 
 from knowledge.scope import FROM_CHUNKS, Scope
 from knowledge.sparse import BM25Parameters, CorpusStatistics, StageHit, idf, rank_by_term_weights
+from knowledge.stemming import stem
 
 _WORD = re.compile(r"[\w-]{3,}")
 _DIGITS = re.compile(r"\d")
 CORRECTION_THRESHOLD = 0.4
-_stemmer = snowballstemmer.stemmer("english")
 TEXT_THRESHOLD = 0.6
 
 _CORRECTIONS_SQL = """
@@ -131,7 +130,7 @@ def corrected(query: str, typos: Typos, texts: Sequence[str]) -> str:
     "refund"), for models that read words rather than stems; a correction no text spells stays appended."""
     surface: dict[str, str] = {}
     for word in dict.fromkeys(w for text in texts for w in _WORD.findall(text)):
-        surface.setdefault(_stemmer.stemWord(word.lower()), word.lower())
+        surface.setdefault(stem(word.lower()), word.lower())
     extra = []
     for c in typos.corrections:
         if c.lexeme in surface:

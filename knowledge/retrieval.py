@@ -40,6 +40,7 @@ class RetrievalConfig:
     rerank_candidates: int = 5
     rerank_confident_candidates: int = 3  # read when fusion is confident: the reranker rarely moves its order
     rerank_blend: float = 0.5
+    rerank_paired: int = 2  # leading candidates whose statements are also read after their predecessor
 
     def __post_init__(self) -> None:
         unknown = set(self.stages) - set(STAGES)
@@ -81,6 +82,7 @@ def default_config() -> RetrievalConfig:
         rerank_candidates=settings.RERANK_CANDIDATES,
         rerank_confident_candidates=settings.RERANK_CONFIDENT_CANDIDATES,
         rerank_blend=settings.RERANK_BLEND,
+        rerank_paired=settings.RERANK_PAIRED_CANDIDATES,
     )
 
 
@@ -149,15 +151,16 @@ def shortlist_size(fused: list[Fused], rankings: Mapping[str, list[StageHit]], c
 def rerank(
     query: str,
     fused: list[Fused],
+    rankings: Mapping[str, list[StageHit]],
+    config: RetrievalConfig,
     *,
-    candidates: int,
-    blend: float,
     typos: Typos,
     reranker: CrossEncoder | None = None,
 ) -> Reranked:
-    """Rerank the top candidates of a fused list by their best statement as the cross-encoder reads it;
-    the rest keep their order below. Misspelt words are put right in the candidates' own spelling first:
-    the cross-encoder reads words, not stems."""
+    """Rerank the top candidates of a fused list (as many as `shortlist_size` says) by their best statement
+    as the cross-encoder reads it; the rest keep their order below. Misspelt words are put right in the
+    candidates' own spelling first: the cross-encoder reads words, not stems."""
+    candidates = shortlist_size(fused, rankings, config)
     shortlist = fused[:candidates]
     rows = {
         chunk_id: (path, text)
@@ -167,12 +170,15 @@ def rerank(
     }
     passages = [rows[f.chunk_id] for f in shortlist]
     read = read_passages(
-        reranker or default_reranker(), corrected(query, typos, [text for _, text in passages]), passages
+        reranker or default_reranker(),
+        corrected(query, typos, [text for _, text in passages]),
+        passages,
+        paired=config.rerank_paired,
     )
     scores = [r.score for r in read]
     own = sorted(zip(shortlist, scores, strict=True), key=lambda pair: -pair[1])
     return Reranked(
-        blend_rerank(shortlist, scores, blend=blend) + fused[candidates:],
+        blend_rerank(shortlist, scores, blend=config.rerank_blend) + fused[candidates:],
         [StageHit(f.chunk_id, rank, score) for rank, (f, score) in enumerate(own, start=1)],
         {f.chunk_id: r.readings for f, r in zip(shortlist, read, strict=True)},
     )
@@ -244,10 +250,7 @@ def search(
     readings: dict[int, tuple[Reading, ...]] = {}
     if config.rerank:
         with watch.lap("rerank"):
-            candidates = shortlist_size(fused, rankings, config)
-            reranked = rerank(
-                query, fused, candidates=candidates, blend=config.rerank_blend, typos=typos, reranker=reranker
-            )
+            reranked = rerank(query, fused, rankings, config, typos=typos, reranker=reranker)
         fused, rankings["rerank"], readings = reranked.fused, reranked.ranking, reranked.readings
     fused = fused[:k]
     with watch.lap("load"):

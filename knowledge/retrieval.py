@@ -40,7 +40,7 @@ class RetrievalConfig:
     rerank_candidates: int = 5
     rerank_confident_candidates: int = 3  # read when fusion is confident: the reranker rarely moves its order
     rerank_blend: float = 0.5
-    rerank_paired: int = 2  # leading candidates whose statements are also read after their predecessor
+    rerank_paired: int = 5  # leading candidates whose statements are also read after their predecessor
 
     def __post_init__(self) -> None:
         unknown = set(self.stages) - set(STAGES)

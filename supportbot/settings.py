@@ -173,7 +173,7 @@ RERANK_MODEL = env_str("RERANK_MODEL", "ms-marco-MiniLM-L-12-v2-int8")
 RERANK_CANDIDATES = env_int("RERANK_CANDIDATES", 5, minimum=1, maximum=100)
 # When two of BM25 and the dense searches put the fused first hit first, fewer are read.
 RERANK_CONFIDENT_CANDIDATES = env_int("RERANK_CONFIDENT_CANDIDATES", 3, minimum=1, maximum=100)
-RERANK_PAIRED_CANDIDATES = env_int("RERANK_PAIRED_CANDIDATES", 2, minimum=0, maximum=100)
+RERANK_PAIRED_CANDIDATES = env_int("RERANK_PAIRED_CANDIDATES", 5, minimum=0, maximum=100)
 RERANK_MAX_TOKENS = env_int("RERANK_MAX_TOKENS", 256, minimum=16, maximum=512)
 RERANK_BLEND = env_float("RERANK_BLEND", 0.5, minimum=0.0, maximum=1.0)
 

@@ -81,6 +81,14 @@ def test_a_passage_is_read_statement_by_statement_and_scored_by_its_best():
     )
 
 
+def test_only_the_first_paired_passages_are_read_after_their_predecessor():
+    text = "If your order has shipped, you cannot cancel it. Refuse the delivery when the carrier arrives."
+    first, second = read_passages(default_reranker(), "cancel", [("Orders", text), ("Orders", text)], paired=1)
+    assert first.readings[1].after_previous is not None
+    assert second.readings[1].after_previous is None
+    assert second.readings[1].alone == pytest.approx(first.readings[1].alone, abs=0.05)
+
+
 def test_a_long_passage_is_read_up_to_the_token_budget():
     reranker = CrossEncoder(resolve_reranker_dir("ms-marco-MiniLM-L-12-v2-int8"), max_tokens=24)
     text = " ".join(f"Sentence number {n} says something about refunds." for n in range(10))

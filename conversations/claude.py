@@ -1,17 +1,12 @@
-"""The Anthropic provider: the only module that talks to the Claude API.
+"""The Anthropic provider: the only module that talks to the Claude API. It implements
+`conversations.providers.LanguageModel`; the prompts and the retry loop are the providers' own.
 
-Retries are ours, not the SDK's (it is built with `max_retries=0`): a streamed reply that fails
-half-way must be restarted from scratch and the UI told to drop what it showed, which the SDK's
-retry loop cannot do, and counting attempts here lets tests prove a retry happened.
-
-Nothing here masks text: the caller removes PII before calling. The API key never appears in a
-message, a log line or the client's repr.
+The SDK is built with `max_retries=0`: the retries are the providers' (see there why). The API key never
+appears in a message, a log line or the client's repr.
 """
 
 from __future__ import annotations
 
-import logging
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,69 +25,40 @@ from anthropic.types import (
 )
 from django.conf import settings
 
-logger = logging.getLogger(__name__)
+from conversations.providers import (
+    JUDGE_MAX_TOKENS,
+    JUDGE_SYSTEM,
+    REFUND_TOOL,
+    REWRITE_MAX_TOKENS,
+    REWRITE_SYSTEM,
+    TOOL_MAX_TOKENS,
+    TOOLS_SYSTEM,
+    Failure,
+    MalformedReply,
+    ProviderUnavailable,
+    Retries,
+    check_roles,
+    judge_prompt,
+    read_rewrite,
+    read_verdict,
+    retry_after_s,
+    rewrite_prompt,
+)
 
 T = TypeVar("T")
-
-# A customer is waiting on the other end: past this, failing fast beats a longer wait, whatever
-# the backoff or `retry-after` says.
-MAX_WAIT_S = 30.0
 
 # 408 and 429 are "try again later"; every 5xx, 529 overloaded included, is the API's own trouble.
 RETRYABLE_STATUSES = frozenset({408, 429})
 # An `error` event in a stream arrives on a 200 response, so only its type tells what went wrong.
 RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error"})
-
-# "UNSUPPORTED" is a few tokens; a tight cap makes a chatty judge fail as malformed instead of costing.
-JUDGE_MAX_TOKENS = 10
-REWRITE_MAX_TOKENS = 256
-QUOTE_PAIRS = {'"': '"', "'": "'", "`": "`", "“": "”", "‘": "’", "«": "»"}
-
-JUDGE_SYSTEM = (
-    "You check answers written for customers against help-centre articles. "
-    "Given a passage and a claim, decide whether the passage supports the claim: it must state the claim "
-    "or directly imply it. General knowledge does not count, only the passage. "
-    "Answer with exactly one word: SUPPORTED or UNSUPPORTED. No punctuation, no explanation."
-)
-
-TOOLS_SYSTEM = (
-    "You route a signed-in customer's message for an online shop. If, and only if, the customer asks for a "
-    "refund of a specific order, call request_refund with that order number (and the amount, if they name "
-    "one). Otherwise do not call any tool and reply with the single word NONE. You cannot approve anything: "
-    "the shop's rules decide."
-)
-REFUND_TOOL = {
-    "name": "request_refund",
-    "description": (
-        "Ask the shop's refund rules to decide on a refund for one of the customer's own orders. The rules "
-        "approve or pass the request to a person; you never decide."
-    ),
-    "input_schema": {
-        "type": "object",
-        "properties": {
-            "order_number": {"type": "string", "description": "The order number the customer named, digits only."},
-            "amount": {"type": "number", "description": "The amount asked for in dollars, if the customer named one."},
-        },
-        "required": ["order_number"],
-    },
-}
-TOOL_MAX_TOKENS = 200
-REWRITE_SYSTEM = (
-    "You turn a customer's latest message into a standalone question for searching a help centre. "
-    "Use the earlier messages only to resolve what the latest one refers to (such as 'it', 'that one', "
-    "'what about for teams?'). Keep the customer's language and meaning and add nothing they did not ask. "
-    "If the latest message already stands alone, return it unchanged. "
-    "Reply with the question only: no preamble, no quotes."
-)
+_TOOL = {"name": REFUND_TOOL.name, "description": REFUND_TOOL.description, "input_schema": REFUND_TOOL.parameters}
 
 
-class ClaudeUnavailable(Exception):
+class ClaudeUnavailable(ProviderUnavailable):
     """Retries exhausted, or the API refused for a reason retrying cannot fix (401, 400...). Message says which."""
 
 
-class MalformedReply(ClaudeUnavailable):
-    """The API answered but not with usable text (empty, no text block, stop_reason max_tokens with no text,
-    a refusal, a judge verdict that is not one of the allowed words)."""
+__all__ = ["ClaudeClient", "ClaudeUnavailable", "MalformedReply"]
 
 
 class _StreamCutShort(Exception):
@@ -114,30 +80,37 @@ class ClaudeClient:
     max_tokens: int = 1024
     # The SDK is built on httpx2 and rejects an `httpx.Client`; tests hand in an httpx2.MockTransport client.
     http_client: httpx2.Client | None = field(default=None, repr=False)
+    base_url: str | None = None  # a proxy in front of the API; None for Anthropic's own
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
-    attempts: int = 0  # HTTP attempts made over this client's life, so tests can see retries happen
+    provider: str = field(default="anthropic", init=False)
     _sdk: anthropic.Anthropic = field(init=False, repr=False, compare=False)
+    _retries: Retries = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        self._retries = Retries("Claude", self.max_retries, self.backoff_s, self.sleep)
         self._sdk = anthropic.Anthropic(
             api_key=self.api_key,
+            base_url=self.base_url,
             http_client=self.http_client,
             max_retries=0,
             timeout=self.timeout_s,
         )
 
+    @property
+    def attempts(self) -> int:
+        """HTTP attempts made over this client's life, so tests can see retries happen."""
+        return self._retries.attempts
+
     @classmethod
-    def from_settings(cls) -> ClaudeClient | None:
-        """A client configured from settings, or None when ANTHROPIC_API_KEY is empty (Claude is off)."""
-        if not settings.ANTHROPIC_API_KEY:
-            return None
+    def from_settings(cls) -> ClaudeClient:
         return cls(
-            api_key=settings.ANTHROPIC_API_KEY,
-            model=settings.ANTHROPIC_MODEL,
-            timeout_s=settings.ANTHROPIC_TIMEOUT_S,
-            max_retries=settings.ANTHROPIC_MAX_RETRIES,
-            backoff_s=settings.ANTHROPIC_BACKOFF_S,
-            max_tokens=settings.ANTHROPIC_MAX_TOKENS,
+            api_key=settings.LLM_API_KEY,
+            model=settings.LLM_MODEL,
+            timeout_s=settings.LLM_TIMEOUT_S,
+            max_retries=settings.LLM_MAX_RETRIES,
+            backoff_s=settings.LLM_BACKOFF_S,
+            max_tokens=settings.LLM_MAX_TOKENS,
+            base_url=settings.LLM_BASE_URL or None,
         )
 
     def stream_reply(
@@ -148,14 +121,7 @@ class ClaudeClient:
         on_delta: Callable[[str], None] | None = None,
         on_reset: Callable[[], None] | None = None,
     ) -> str:
-        """Stream a reply, calling `on_delta` with each piece of text as it arrives; return the full text.
-
-        `messages` are `{"role": "user" | "assistant", "content": ...}`, oldest first, passed through as given.
-
-        An attempt that fails after some text went to `on_delta` is retried from scratch; `on_reset` is
-        called first, so a UI can clear that text before the new attempt's deltas arrive. It is called
-        only before a retry, never on success. When this raises, whatever `on_delta` received is void.
-        """
+        """See `LanguageModel.stream_reply`; `on_reset` is called only before a retry, never on success."""
         params = _message_params(messages)
         emitted = False
 
@@ -190,23 +156,8 @@ class ClaudeClient:
         return self._with_retries(attempt, before_retry=before_retry)
 
     def judge(self, *, claim: str, passage: str) -> bool:
-        """Whether `passage` supports `claim`, as an LLM judge for grounding sees it.
-
-        The judge must answer SUPPORTED or UNSUPPORTED; case, surrounding whitespace and a trailing
-        full stop are forgiven, anything else raises MalformedReply.
-        """
-        message = self._complete(
-            system=JUDGE_SYSTEM,
-            user=f"<passage>\n{passage}\n</passage>\n\n<claim>\n{claim}\n</claim>",
-            max_tokens=JUDGE_MAX_TOKENS,
-        )
-        text = self._reply_text(message)
-        verdict = text.strip().rstrip(".").upper()
-        if verdict == "SUPPORTED":
-            return True
-        if verdict == "UNSUPPORTED":
-            return False
-        raise MalformedReply(f"The grounding judge answered {text[:40]!r} instead of SUPPORTED or UNSUPPORTED.")
+        message = self._complete(system=JUDGE_SYSTEM, user=judge_prompt(claim, passage), max_tokens=JUDGE_MAX_TOKENS)
+        return read_verdict(self._reply_text(message))
 
     def rewrite(self, *, history: list[str], message: str) -> str:
         """Rewrite a follow-up customer `message` as a standalone question, using the customer's earlier
@@ -216,19 +167,10 @@ class ClaudeClient:
         """
         if not history:
             return message.strip()
-        earlier = "\n".join(f"{number}. {text}" for number, text in enumerate(history, start=1))
         reply = self._complete(
-            system=REWRITE_SYSTEM,
-            user=f"<earlier_messages>\n{earlier}\n</earlier_messages>\n\n<latest_message>\n{message}\n</latest_message>",
-            max_tokens=REWRITE_MAX_TOKENS,
+            system=REWRITE_SYSTEM, user=rewrite_prompt(history, message), max_tokens=REWRITE_MAX_TOKENS
         )
-        if reply.stop_reason == "max_tokens":
-            # A question cut off mid-way would search for the wrong thing.
-            raise MalformedReply(f"The rewritten question ran past {REWRITE_MAX_TOKENS} tokens.")
-        question = _strip_quotes(self._reply_text(reply))
-        if not question:
-            raise MalformedReply("The rewritten question is empty.")
-        return question
+        return read_rewrite(self._reply_text(reply), cut_off=reply.stop_reason == "max_tokens")
 
     def refund_tool_call(self, *, message: str) -> dict[str, object] | None:
         """The request_refund tool call Claude makes for this (masked) customer message, if any: only a
@@ -239,12 +181,12 @@ class ClaudeClient:
                 max_tokens=TOOL_MAX_TOKENS,
                 system=TOOLS_SYSTEM,
                 messages=[{"role": "user", "content": message}],
-                tools=[REFUND_TOOL],  # type: ignore[list-item]
+                tools=[_TOOL],  # type: ignore[list-item]
                 timeout=self.timeout_s,
             )
         )
         for block in reply.content:
-            if block.type == "tool_use" and block.name == REFUND_TOOL["name"]:
+            if block.type == "tool_use" and block.name == REFUND_TOOL.name:
                 return dict(block.input) if isinstance(block.input, dict) else None
         return None
 
@@ -261,40 +203,18 @@ class ClaudeClient:
         )
 
     def _with_retries(self, attempt: Callable[[], T], *, before_retry: Callable[[], None] | None = None) -> T:
-        last_error: BaseException | None = None
-        last_reason = ""
-        for retry in range(self.max_retries + 1):
-            self.attempts += 1
-            try:
-                return attempt()
-            except _ATTEMPT_FAILURES as err:
-                reason = self._describe(err)
-                if not _is_retryable(err):
-                    raise ClaudeUnavailable(self._refusal_message(err, reason)) from err
-                last_error, last_reason = err, reason
-                if retry == self.max_retries:
-                    break
-                delay = self._delay(retry, err)
-            logger.warning(
-                "Claude attempt %d of %d failed (%s); retrying in %.1f s",
-                retry + 1,
-                self.max_retries + 1,
-                last_reason,
-                delay,
-            )
-            if before_retry is not None:
-                before_retry()
-            self.sleep(delay)
-        raise ClaudeUnavailable(
-            f"Claude did not answer after {self.max_retries + 1} attempts; last error: {last_reason}"
-        ) from last_error
+        return self._retries.run(
+            attempt,
+            failures=_ATTEMPT_FAILURES,
+            explain=self._failure,
+            unavailable=ClaudeUnavailable,
+            before_retry=before_retry,
+        )
 
-    def _delay(self, retry: int, err: BaseException) -> float:
-        if isinstance(err, anthropic.APIStatusError):
-            retry_after = _retry_after_s(err.response.headers)
-            if retry_after is not None:
-                return min(retry_after, MAX_WAIT_S)
-        return min(self.backoff_s * 2**retry, MAX_WAIT_S)
+    def _failure(self, err: BaseException) -> Failure:
+        retry_after = retry_after_s(err.response.headers) if isinstance(err, anthropic.APIStatusError) else None
+        hint = "Check LLM_API_KEY (or ANTHROPIC_API_KEY)." if isinstance(err, anthropic.AuthenticationError) else ""
+        return Failure(self._describe(err), _is_retryable(err), retry_after, hint)
 
     def _reply_text(self, message: Message) -> str:
         if message.stop_reason == "refusal":
@@ -327,10 +247,6 @@ class ClaudeClient:
             reason = f"{type(err).__name__}: {err}"
         return self._redact(reason)
 
-    def _refusal_message(self, err: BaseException, reason: str) -> str:
-        hint = " Check ANTHROPIC_API_KEY." if isinstance(err, anthropic.AuthenticationError) else ""
-        return f"The Anthropic API refused the request ({reason}); retrying cannot fix this.{hint}"
-
     def _redact(self, text: str) -> str:
         # The API never echoes the key today; this keeps it out of messages and logs if it ever does.
         return text.replace(self.api_key, "[redacted]") if self.api_key else text
@@ -346,31 +262,11 @@ def _is_retryable(err: BaseException) -> bool:
     return False
 
 
-def _retry_after_s(headers: httpx2.Headers) -> float | None:
-    """Seconds from a `retry-after` header; None when absent or not a number (the HTTP-date form, which
-    the API does not send, falls back to our backoff)."""
-    try:
-        seconds = float(headers.get("retry-after", ""))
-    except ValueError:
-        return None
-    return seconds if math.isfinite(seconds) and seconds >= 0 else None
-
-
 def _message_params(messages: list[dict[str, str]]) -> list[MessageParam]:
-    params: list[MessageParam] = []
-    for message in messages:
-        role, content = message["role"], message["content"]
-        if role == "user":
-            params.append(UserMessageParam(role="user", content=content))
-        elif role == "assistant":
-            params.append(AssistantMessageParam(role="assistant", content=content))
-        else:
-            raise ValueError(f"A message's role must be 'user' or 'assistant', not {role!r}.")
-    return params
-
-
-def _strip_quotes(text: str) -> str:
-    text = text.strip()
-    while len(text) >= 2 and QUOTE_PAIRS.get(text[0]) == text[-1]:
-        text = text[1:-1].strip()
-    return text
+    check_roles(messages)
+    return [
+        UserMessageParam(role="user", content=m["content"])
+        if m["role"] == "user"
+        else AssistantMessageParam(role="assistant", content=m["content"])
+        for m in messages
+    ]

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from conversations.answer_evaluation import BRANCHES, CATEGORIES, AnswerEvaluation, QuestionResult, recall_at
 from conversations.models import EvaluationResult, EvaluationRun
+from conversations.providers import answered_by, language_model_from_settings
 from conversations.report import Section, bar_chart, encode, line_chart
 from conversations.turns import answer_model
 from knowledge.models import Collection
@@ -21,7 +22,7 @@ RECALL_DEPTHS = range(1, 7)
 def snapshot_settings(collection: Collection) -> dict[str, Any]:
     """The settings a result depends on: two runs with the same snapshot measure the same system."""
     return {
-        "generator": f"claude:{settings.ANTHROPIC_MODEL}" if settings.ANTHROPIC_API_KEY else "extractive",
+        "generator": answered_by(language_model_from_settings()),
         "retrieval_stages": list(settings.RETRIEVAL_STAGES),
         "fusion": settings.RETRIEVAL_FUSION,
         "weights": dict(settings.RETRIEVAL_WEIGHTS),

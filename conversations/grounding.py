@@ -17,6 +17,7 @@ import numpy as np
 
 from conversations.claims import ClaimText, is_negated, missing_numbers, normalise, split_claims
 from conversations.context import Context, looks_like_instruction
+from conversations.providers import ProviderUnavailable
 from conversations.reader import passage_sentences, with_heading
 from knowledge.embeddings import Embedder
 from knowledge.rerank import CrossEncoder
@@ -128,7 +129,10 @@ class Grounder:
             if support.decisive:
                 return verdict(support.supported, Tier.SUPPORT_VERIFIER, support.reason, support.score)
         if self.judge is not None:
-            supported = self.judge(claim.text, evidence)
+            try:
+                supported = self.judge(claim.text, evidence)
+            except ProviderUnavailable as exc:
+                return verdict(False, Tier.PERSON, f"the LLM judge was unavailable ({exc}): a person should check")
             return verdict(supported, Tier.LLM_JUDGE, f"the LLM judge found it {'' if supported else 'un'}supported")
         return verdict(False, Tier.PERSON, "no tier could ground it: a person should check")
 

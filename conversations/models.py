@@ -116,7 +116,8 @@ class Turn(models.Model):
     rewritten_query = models.TextField(blank=True)
     candidates = models.JSONField(default=list, help_text="Retrieved chunks with each stage's rank and score.")
     context = models.JSONField(default=list, help_text="The passages given to the generator, with trust labels.")
-    generator = models.CharField(max_length=20, blank=True)
+    # "extractive", "gatekeeper", or the provider and model that wrote it ("openai:llama3.2").
+    generator = models.CharField(max_length=200, blank=True)
     draft = models.TextField(blank=True)
     reply = models.TextField(blank=True)
     decision = models.CharField(max_length=10, choices=Decision.choices, blank=True)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from conversations.claims import content_words
+from conversations.providers import LanguageModel, ProviderUnavailable
 
 _FOLLOW_UP_OPENING = re.compile(
     r"^\s*(and|also|but|so|then|what about|how about|and what about|what if|same for|ok(ay)?|what of)\b",
@@ -35,15 +36,14 @@ def rewrite_query(
     previous_questions: Sequence[str],
     message: str,
     *,
-    model_rewrite: Callable[[list[str], str], str] | None = None,
-    unavailable: tuple[type[Exception], ...] = (),
+    model: LanguageModel | None = None,
 ) -> str:
     """With a model, any message is rewritten in the light of the conversation; without one, the rule
     handles follow-ups. A failed model call falls back to the rule: a turn never stops here."""
-    if model_rewrite is not None and previous_questions:
+    if model is not None and previous_questions:
         try:
-            return model_rewrite(list(previous_questions), message)
-        except unavailable:
+            return model.rewrite(history=list(previous_questions), message=message)
+        except ProviderUnavailable:
             return rewrite_by_rule(previous_questions, message)
     return rewrite_by_rule(previous_questions, message)
 

@@ -29,7 +29,7 @@ from conversations.generation import (
     REFUND_APPROVED_REPLY,
     REFUND_REFERRED_REPLY,
     SIGN_IN_REPLY,
-    claude_reply,
+    model_reply,
 )
 from conversations.grounding import ClaimVerdict, Grounder
 from conversations.models import (
@@ -45,6 +45,7 @@ from conversations.models import (
     Turn,
 )
 from conversations.pii import searchable, without_placeholders
+from conversations.providers import LanguageModel, ProviderUnavailable, answered_by, language_model_from_settings
 from conversations.reader import (
     ScoredSentence,
     as_reply,
@@ -137,12 +138,9 @@ class TurnServices:
     reranker: CrossEncoder
     grounder: Grounder
     mask: Callable[[str], str]
-    # Claude's streaming call, rewrite and judge, when an API key is configured.
-    stream: Callable[..., str] | None = None
-    model_rewrite: Callable[[list[str], str], str] | None = None
-    # Claude's request_refund tool call for a message (a request for the gatekeeper), with a key.
-    refund_tool: Callable[[str], dict[str, object] | None] | None = None
-    unavailable: tuple[type[Exception], ...] = field(default=())
+    # The language model that writes replies, rewrites follow-ups and proposes refund tool calls (its
+    # judge sits in the grounder); None: the offline reader and the rules.
+    model: LanguageModel | None = None
 
 
 _services_lock = threading.Lock()
@@ -156,12 +154,11 @@ def default_services() -> TurnServices:
 
 @cache
 def _load_services() -> TurnServices:
-    from conversations.claude import ClaudeClient, ClaudeUnavailable
     from conversations.nli import load_nli
     from conversations.pii import mask_pii
 
     embedder, reranker = default_embedder(), default_reranker()
-    client = ClaudeClient.from_settings()
+    client = language_model_from_settings()
     grounder = Grounder(
         embedder,
         reranker,
@@ -176,10 +173,7 @@ def _load_services() -> TurnServices:
         reranker,
         grounder,
         mask=lambda text: mask_pii(text).text,
-        stream=client.stream_reply if client else None,
-        model_rewrite=(lambda history, message: client.rewrite(history=history, message=message)) if client else None,
-        refund_tool=(lambda message: client.refund_tool_call(message=message)) if client else None,
-        unavailable=(ClaudeUnavailable,),
+        model=client,
     )
 
 
@@ -280,15 +274,15 @@ def _generate(
     on_delta: Callable[[str], None] | None,
     on_reset: Callable[[], None] | None,
 ) -> str:
-    if services.stream is not None:
+    if services.model is not None:
         try:
-            outcome.generator = "claude"
-            return claude_reply(question, context, services.stream, on_delta=on_delta, on_reset=on_reset)
-        except services.unavailable as exc:
-            outcome.notes.append(f"Claude unavailable ({exc}); the extractive generator answered instead.")
+            outcome.generator = answered_by(services.model)
+            return model_reply(question, context, services.model, on_delta=on_delta, on_reset=on_reset)
+        except ProviderUnavailable as exc:
+            outcome.notes.append(f"{outcome.generator} unavailable ({exc}); the extractive generator answered instead.")
             if on_reset is not None:
                 on_reset()
-    outcome.generator = "extractive"
+    outcome.generator = answered_by(None)
     chosen = choose_statements(scored, embed=services.embedder.encode)
     outcome.reading = reading_record(scored, chosen)
     draft = as_reply(chosen)
@@ -388,9 +382,7 @@ def _run(
         masked_history = [(m.role, services.mask(m.text) if m.role == Role.CUSTOMER else m.text) for m in history]
     with watch.lap("rewrite"):
         previous_questions = [text for role, text in masked_history if role == Role.CUSTOMER]
-        outcome.query = rewrite_query(
-            previous_questions, masked, model_rewrite=services.model_rewrite, unavailable=services.unavailable
-        )
+        outcome.query = rewrite_query(previous_questions, masked, model=services.model)
         # Retrieval runs on this machine, so it may read the customer's own words: masking costs recall when
         # a country ("the UK"), a programme's name or a Hinglish word is taken for a name or a place. Only a
         # model's rewrite, which saw masked text, is searched as the model wrote it.
@@ -519,22 +511,23 @@ def _customer_step(
 
 
 def _refund_request(text: str, services: TurnServices, outcome: _Outcome) -> tuple[RefundRequest | None, str]:
-    """A refund request in the message: Claude's tool call with a key (asked only when refunds are mentioned),
-    otherwise the intent rule. Either way it is only a request; the gatekeeper decides."""
-    if services.refund_tool is None or not mentions_refund(text):
+    """A refund request in the message: the model's tool call with a provider (asked only when refunds are
+    mentioned), otherwise the intent rule. Either way it is only a request; the gatekeeper decides."""
+    if services.model is None or not mentions_refund(text):
         return refund_request_in(text), "intent"
+    via = services.model.provider
     try:
-        call = services.refund_tool(services.mask(text))
-    except services.unavailable as exc:
-        outcome.notes.append(f"Claude unavailable for the refund tool ({exc}); the intent rule decided instead.")
+        call = services.model.refund_tool_call(message=services.mask(text))
+    except ProviderUnavailable as exc:
+        outcome.notes.append(f"{via} unavailable for the refund tool ({exc}); the intent rule decided instead.")
         return refund_request_in(text), "intent"
     if call is None:
-        return None, "claude"
+        return None, via
     try:
-        return RefundRequest(order_number_of(call.get("order_number")), parse_amount(call.get("amount"))), "claude"
+        return RefundRequest(order_number_of(call.get("order_number")), parse_amount(call.get("amount"))), via
     except ValueError as exc:
-        outcome.notes.append(f"Claude's request_refund call was not usable ({exc}); no refund was requested.")
-        return None, "claude"
+        outcome.notes.append(f"The model's request_refund call was not usable ({exc}); no refund was requested.")
+        return None, via
 
 
 def answer_turn(

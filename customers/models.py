@@ -112,7 +112,10 @@ class RefundDecision(models.Model):
     amount = models.DecimalField(max_digits=10, decimal_places=2)
     approved = models.BooleanField()
     reason = models.TextField()
-    requested_via = models.CharField(max_length=20, help_text='"claude" (a tool call) or "intent" (the rule).')
+    requested_via = models.CharField(
+        max_length=20,
+        help_text='The provider whose tool call asked ("anthropic", "openai"; older rows: "claude"), or "intent".',
+    )
     conversation = models.ForeignKey(
         "conversations.Conversation", null=True, blank=True, on_delete=models.SET_NULL, related_name="refunds"
     )

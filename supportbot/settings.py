@@ -178,16 +178,42 @@ RERANK_MAX_TOKENS = env_int("RERANK_MAX_TOKENS", 256, minimum=16, maximum=512)
 RERANK_BLEND = env_float("RERANK_BLEND", 0.5, minimum=0.0, maximum=1.0)
 
 # --- Answer turn ----------------------------------------------------------------------------
-# With a key, replies come from Claude; without one (the default, and CI), from the extractive generator.
+# The language model that writes replies, rewrites follow-ups, judges claims and proposes the refund tool
+# call: `none` (the offline reader answers; the default, and CI), `anthropic` (Claude), or `openai`: any
+# server speaking OpenAI's chat completions (OpenAI, Ollama, vLLM, llama.cpp's server, LM Studio).
+# ANTHROPIC_API_KEY alone still selects Claude, and the ANTHROPIC_* names still set its model and limits.
 ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY", "").strip()
-# claude-sonnet-4-5 reaches end of life on 2026-11-30 (anthropic SDK 2.10 warns on every call).
-ANTHROPIC_MODEL = env_str("ANTHROPIC_MODEL", "claude-sonnet-5-5")
-if not ANTHROPIC_MODEL.strip():
-    raise ImproperlyConfigured("ANTHROPIC_MODEL must name a model, e.g. claude-sonnet-5-5.")
-ANTHROPIC_TIMEOUT_S = env_float("ANTHROPIC_TIMEOUT_S", 30.0, minimum=1.0, maximum=600.0)
-ANTHROPIC_MAX_RETRIES = env_int("ANTHROPIC_MAX_RETRIES", 3, minimum=0, maximum=10)
-ANTHROPIC_BACKOFF_S = env_float("ANTHROPIC_BACKOFF_S", 1.0, minimum=0.0, maximum=60.0)
-ANTHROPIC_MAX_TOKENS = env_int("ANTHROPIC_MAX_TOKENS", 1024, minimum=16, maximum=8192)
+LLM_PROVIDER = env_choice("LLM_PROVIDER", "anthropic" if ANTHROPIC_API_KEY else "none", ("none", "anthropic", "openai"))
+if LLM_PROVIDER == "anthropic":
+    _LLM_DEFAULTS = (
+        ANTHROPIC_API_KEY,
+        env_str("ANTHROPIC_MODEL", "claude-sonnet-5-5"),  # claude-sonnet-4-5 reached end of life on 2026-11-30
+        env_float("ANTHROPIC_TIMEOUT_S", 30.0, minimum=1.0, maximum=600.0),
+        env_int("ANTHROPIC_MAX_RETRIES", 3, minimum=0, maximum=10),
+        env_float("ANTHROPIC_BACKOFF_S", 1.0, minimum=0.0, maximum=60.0),
+        env_int("ANTHROPIC_MAX_TOKENS", 1024, minimum=16, maximum=8192),
+    )
+else:
+    # A local model on a CPU takes its time, and a reply of a few sentences needs few tokens.
+    _LLM_DEFAULTS = ("", "", 60.0, 2, 1.0, 512)
+LLM_API_KEY = env_str("LLM_API_KEY", _LLM_DEFAULTS[0]).strip()
+LLM_MODEL = env_str("LLM_MODEL", _LLM_DEFAULTS[1]).strip()
+LLM_BASE_URL = env_str("LLM_BASE_URL", "https://api.openai.com/v1" if LLM_PROVIDER == "openai" else "").strip()
+LLM_TIMEOUT_S = env_float("LLM_TIMEOUT_S", _LLM_DEFAULTS[2], minimum=1.0, maximum=600.0)
+LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", _LLM_DEFAULTS[3], minimum=0, maximum=10)
+LLM_BACKOFF_S = env_float("LLM_BACKOFF_S", _LLM_DEFAULTS[4], minimum=0.0, maximum=60.0)
+LLM_MAX_TOKENS = env_int("LLM_MAX_TOKENS", _LLM_DEFAULTS[5], minimum=16, maximum=8192)
+if LLM_PROVIDER == "anthropic" and not LLM_API_KEY:
+    raise ImproperlyConfigured("LLM_PROVIDER=anthropic needs an API key: set LLM_API_KEY (or ANTHROPIC_API_KEY).")
+if LLM_PROVIDER != "none" and not LLM_MODEL:
+    raise ImproperlyConfigured(
+        f"LLM_PROVIDER={LLM_PROVIDER} needs LLM_MODEL, the model's name as the server knows it "
+        "(e.g. claude-sonnet-5-5, gpt-4o-mini, or llama3.2 on Ollama)."
+    )
+if LLM_BASE_URL and not LLM_BASE_URL.startswith(("http://", "https://")):
+    raise ImproperlyConfigured(
+        f"LLM_BASE_URL={LLM_BASE_URL!r} must be an http:// or https:// URL, e.g. http://127.0.0.1:11434/v1 for Ollama."
+    )
 # Personal data masked before text leaves for a third-party model or reaches the logs (Presidio names).
 PII_ENTITIES = [
     e.strip()

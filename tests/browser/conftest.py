@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from django.db import connection
 
 from customers.loading import load_customers
 from tests.knowledge.helpers import sync_folder
+from tests.loopback import free_port, wait_for_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 # The flags that make Chromium run as root in a container with no GPU, no network and a small /dev/shm.
@@ -40,12 +39,6 @@ STAFF_PASSWORD = "a-long-test-password"
 
 # Playwright's synchronous API keeps an event loop in the test's thread, which Django takes for async code.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _disconnect_others() -> None:
@@ -67,7 +60,7 @@ def live_url(django_db_setup, django_db_blocker) -> Iterator[str]:
     from conversations.consumers import turn_executor
     from supportbot.asgi import application
 
-    port = _free_port()
+    port = free_port()
     server = Server(
         application=application,
         endpoints=build_endpoint_description_strings(host="127.0.0.1", port=port),
@@ -75,15 +68,7 @@ def live_url(django_db_setup, django_db_blocker) -> Iterator[str]:
     )
     thread = threading.Thread(target=server.run, name="daphne", daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise RuntimeError("daphne did not start within 30 s") from None
-            time.sleep(0.1)
+    wait_for_port(port, within_s=30, what="daphne")
     yield f"http://127.0.0.1:{port}"
     reactor.callFromThread(reactor.stop)  # type: ignore[misc]
     thread.join(timeout=30)

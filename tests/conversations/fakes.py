@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx2
 
-from conversations.claude import ClaudeClient, ClaudeUnavailable
+from conversations.claude import ClaudeClient
 from conversations.grounding import Grounder
 from conversations.pii import mask_pii
 from conversations.turns import TurnServices
@@ -204,9 +204,7 @@ def services(embedder, *, api: FakeAnthropicAPI | None = None) -> TurnServices:
         reranker=default_reranker(),
         grounder=Grounder(embedder, default_reranker()),
         mask=lambda text: mask_pii(text).text,
-        stream=client.stream_reply if client else None,
-        refund_tool=(lambda message: client.refund_tool_call(message=message)) if client else None,
-        unavailable=(ClaudeUnavailable,),
+        model=client,
     )
 
 

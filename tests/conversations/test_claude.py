@@ -2,6 +2,7 @@ import httpx2
 import pytest
 
 from conversations.claude import ClaudeClient, ClaudeUnavailable, MalformedReply
+from conversations.providers import language_model_from_settings
 from tests.conversations.fakes import (
     MODEL,
     FakeAnthropicAPI,
@@ -112,7 +113,7 @@ def test_it_does_not_retry_what_retrying_cannot_fix(status, error_type, message)
 def test_it_points_at_the_setting_when_the_key_is_rejected():
     client, _, _ = make_client([error_response(401, "authentication_error", "invalid x-api-key")])
 
-    with pytest.raises(ClaudeUnavailable, match="Check ANTHROPIC_API_KEY"):
+    with pytest.raises(ClaudeUnavailable, match=r"Check LLM_API_KEY \(or ANTHROPIC_API_KEY\)"):
         client.judge(claim="c", passage="p")
 
 
@@ -309,22 +310,23 @@ def test_a_first_message_needs_no_rewrite():
     assert client.attempts == 0
 
 
-def test_from_settings_is_none_without_a_key(settings):
-    settings.ANTHROPIC_API_KEY = ""
+def test_without_a_provider_there_is_no_model(settings):
+    settings.LLM_PROVIDER = "none"
 
-    assert ClaudeClient.from_settings() is None
+    assert language_model_from_settings() is None
 
 
 def test_from_settings_reads_every_setting(settings):
-    settings.ANTHROPIC_API_KEY = API_KEY
-    settings.ANTHROPIC_MODEL = "claude-haiku-4-5"
-    settings.ANTHROPIC_TIMEOUT_S = 12.0
-    settings.ANTHROPIC_MAX_RETRIES = 5
-    settings.ANTHROPIC_BACKOFF_S = 2.0
-    settings.ANTHROPIC_MAX_TOKENS = 512
+    settings.LLM_PROVIDER = "anthropic"
+    settings.LLM_API_KEY = API_KEY
+    settings.LLM_MODEL = "claude-haiku-4-5"
+    settings.LLM_TIMEOUT_S = 12.0
+    settings.LLM_MAX_RETRIES = 5
+    settings.LLM_BACKOFF_S = 2.0
+    settings.LLM_MAX_TOKENS = 512
 
-    client = ClaudeClient.from_settings()
+    client = language_model_from_settings()
 
-    assert client is not None
+    assert isinstance(client, ClaudeClient)
     assert (client.api_key, client.model, client.timeout_s) == (API_KEY, "claude-haiku-4-5", 12.0)
     assert (client.max_retries, client.backoff_s, client.max_tokens) == (5, 2.0, 512)

@@ -119,7 +119,7 @@ def test_a_correct_paraphrase_passes(helpcentre, embedder):
     api = FakeAnthropicAPI([cite_the_passage_saying("5 to 10 business days", paraphrase)])
     result = answer_turn(conversation(helpcentre), REFUND_QUESTION, services=services(embedder, api=api))
     assert result.decision == "answered", result.claims
-    assert result.generator == "claude"
+    assert result.generator == "anthropic:claude-test"
     assert result.claims[0].tier in {"similarity", "support_verifier"}
 
 
@@ -150,7 +150,7 @@ def test_claude_failing_falls_back_to_the_extractive_generator(helpcentre, embed
     result = answer_turn(conversation(helpcentre), REFUND_QUESTION, services=services(embedder, api=api))
     assert len(api.requests) == 3  # the first try and two retries
     assert result.decision == "answered" and result.generator == "extractive"
-    assert "Claude unavailable" in Turn.objects.get(pk=result.turn_id).notes[0]
+    assert "anthropic:claude-test unavailable" in Turn.objects.get(pk=result.turn_id).notes[0]
 
 
 def test_words_taken_for_personal_data_are_searched_as_written_and_stored_masked(helpcentre, embedder):

@@ -215,7 +215,7 @@ def test_with_claude_the_model_asks_through_the_tool_and_the_gatekeeper_decides(
     )
     assert result.decision == "referred" and result.generator == "gatekeeper"
     decision = RefundDecision.objects.get()
-    assert (decision.approved, decision.requested_via, decision.amount) == (False, "claude", Decimal("500.00"))
+    assert (decision.approved, decision.requested_via, decision.amount) == (False, "anthropic", Decimal("500.00"))
     request = api.bodies[0]
     assert request["tools"][0]["name"] == "request_refund"
     assert "Alex" not in request["messages"][0]["content"]  # masked before it left

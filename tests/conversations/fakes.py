@@ -1,9 +1,10 @@
-"""Faked Anthropic HTTP responses, for tests that run the real `anthropic` SDK without a network.
+"""Faked model-provider HTTP responses: Anthropic's (for tests that run the real `anthropic` SDK without
+a network) and OpenAI-compatible chat completions (at the end), both served by one scripted transport.
 
 The SDK (2.x) is built on `httpx2`, not `httpx`: it rejects `httpx` clients and transports, so the
 fake is an `httpx2.MockTransport`. Typical use:
 
-    api = FakeAnthropicAPI([error_response(529, "overloaded_error", "Overloaded"), text_stream(["Hi", "!"])])
+    api = FakeModelAPI([error_response(529, "overloaded_error", "Overloaded"), text_stream(["Hi", "!"])])
     client = ClaudeClient(api_key="test-key", model="claude-sonnet-4-5", http_client=api.http_client())
     ...
     assert api.bodies[0]["stream"] is True
@@ -22,6 +23,7 @@ import httpx2
 
 from conversations.claude import ClaudeClient
 from conversations.grounding import Grounder
+from conversations.openai_compatible import OpenAICompatibleClient
 from conversations.pii import mask_pii
 from conversations.turns import TurnServices
 from knowledge.rerank import default_reranker
@@ -156,7 +158,7 @@ def error_response(
     )
 
 
-class FakeAnthropicAPI:
+class FakeModelAPI:
     """Answers each request with the next scripted reply (a response, or an exception to raise as the
     transport would, e.g. `httpx2.ReadTimeout("timed out")`) and records the requests.
 
@@ -191,14 +193,18 @@ class FakeAnthropicAPI:
         return len(self._replies)
 
 
-def services(embedder, *, api: FakeAnthropicAPI | None = None) -> TurnServices:
-    client = (
-        ClaudeClient(
+def services(embedder, *, api: FakeModelAPI | None = None, provider: str = "anthropic") -> TurnServices:
+    """A turn's services with the offline reader (no `api`), or Claude or an OpenAI-compatible server
+    (`provider="openai"`) answering from `api`'s script."""
+    client: ClaudeClient | OpenAICompatibleClient | None = None
+    if api is not None and provider == "anthropic":
+        client = ClaudeClient(
             api_key="sk-test", model="claude-test", http_client=api.http_client(), sleep=lambda _: None, max_retries=2
         )
-        if api is not None
-        else None
-    )
+    elif api is not None:
+        client = OpenAICompatibleClient(
+            base_url=OPENAI_BASE_URL, model="local-test", http_client=api.http_client(), sleep=lambda _: None
+        )
     return TurnServices(
         embedder=embedder,
         reranker=default_reranker(),
@@ -208,6 +214,43 @@ def services(embedder, *, api: FakeAnthropicAPI | None = None) -> TurnServices:
     )
 
 
-def claude_says(*texts: str) -> FakeAnthropicAPI:
+def claude_says(*texts: str) -> FakeModelAPI:
     replies: list[Reply] = [text_stream([t[: len(t) // 2], t[len(t) // 2 :]]) for t in texts]
-    return FakeAnthropicAPI(replies)
+    return FakeModelAPI(replies)
+
+
+# --- OpenAI-compatible chat completions -------------------------------------------------------------
+OPENAI_BASE_URL = "http://127.0.0.1:11434/v1"
+
+
+def openai_stream(
+    chunks: Sequence[str], *, finish: str | None = "stop", done: bool = True, then_raise: Exception | None = None
+) -> httpx2.Response:
+    """A streamed completion: one `data:` chunk per piece of text, the finish reason, then `[DONE]`."""
+    events = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}]
+    events += [{"choices": [{"index": 0, "delta": {"content": c}, "finish_reason": None}]} for c in chunks]
+    if finish is not None:
+        events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    body = b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events) + (b"data: [DONE]\n\n" if done else b"")
+    headers = {"content-type": "text/event-stream"}
+    if then_raise is None:
+        return httpx2.Response(200, headers=headers, content=body)
+    return httpx2.Response(200, headers=headers, content=_chunks_then_raise(body, then_raise))
+
+
+def openai_message(
+    text: str | None, *, finish: str = "stop", tool_calls: list[dict[str, Any]] | None = None
+) -> httpx2.Response:
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return httpx2.Response(200, json={"choices": [{"index": 0, "message": message, "finish_reason": finish}]})
+
+
+def openai_tool_call(name: str, arguments: str) -> httpx2.Response:
+    call = {"id": "call_1", "type": "function", "function": {"name": name, "arguments": arguments}}
+    return openai_message(None, finish="tool_calls", tool_calls=[call])
+
+
+def openai_error(status: int, message: str, *, headers: Mapping[str, str] | None = None) -> httpx2.Response:
+    return httpx2.Response(status, headers=headers, json={"error": {"message": message, "type": "server_error"}})

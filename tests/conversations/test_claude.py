@@ -5,7 +5,7 @@ from conversations.claude import ClaudeClient, ClaudeUnavailable, MalformedReply
 from conversations.providers import language_model_from_settings
 from tests.conversations.fakes import (
     MODEL,
-    FakeAnthropicAPI,
+    FakeModelAPI,
     Reply,
     error_event,
     error_response,
@@ -22,8 +22,8 @@ API_KEY = "sk-ant-test-0123456789"
 HISTORY = [{"role": "user", "content": "How long do refunds take?"}]
 
 
-def make_client(replies: list[Reply], **options) -> tuple[ClaudeClient, FakeAnthropicAPI, list[float]]:
-    api = FakeAnthropicAPI(replies)
+def make_client(replies: list[Reply], **options) -> tuple[ClaudeClient, FakeModelAPI, list[float]]:
+    api = FakeModelAPI(replies)
     sleeps: list[float] = []
     settings = {"max_retries": 3, "backoff_s": 0.5, **options}
     client = ClaudeClient(api_key=API_KEY, model=MODEL, http_client=api.http_client(), sleep=sleeps.append, **settings)

@@ -14,7 +14,7 @@ from conversations.generation import ABSTAIN_REPLY, REFER_REPLY
 from conversations.models import Claim, Conversation, ConversationStatus, Message, Referral, Turn
 from conversations.turns import TurnError, answer_turn
 from knowledge.models import Collection
-from tests.conversations.fakes import FakeAnthropicAPI, claude_says, error_response, services, text_stream
+from tests.conversations.fakes import FakeModelAPI, claude_says, error_response, services, text_stream
 from tests.knowledge.helpers import sync_folder
 
 pytestmark = pytest.mark.django_db
@@ -116,7 +116,7 @@ def cite_the_passage_saying(fact: str, reply: str) -> Callable[[httpx2.Request],
 
 def test_a_correct_paraphrase_passes(helpcentre, embedder):
     paraphrase = "Once the refund is approved, expect it on your card statement within 5 to 10 business days. [{n}]"
-    api = FakeAnthropicAPI([cite_the_passage_saying("5 to 10 business days", paraphrase)])
+    api = FakeModelAPI([cite_the_passage_saying("5 to 10 business days", paraphrase)])
     result = answer_turn(conversation(helpcentre), REFUND_QUESTION, services=services(embedder, api=api))
     assert result.decision == "answered", result.claims
     assert result.generator == "anthropic:claude-test"
@@ -146,7 +146,7 @@ def test_the_request_to_claude_carries_policy_labels_and_fenced_evidence(helpcen
 
 def test_claude_failing_falls_back_to_the_extractive_generator(helpcentre, embedder):
     overloaded = [error_response(529, "overloaded_error", "Overloaded") for _ in range(3)]
-    api = FakeAnthropicAPI(overloaded)
+    api = FakeModelAPI(overloaded)
     result = answer_turn(conversation(helpcentre), REFUND_QUESTION, services=services(embedder, api=api))
     assert len(api.requests) == 3  # the first try and two retries
     assert result.decision == "answered" and result.generator == "extractive"

@@ -23,7 +23,7 @@ from customers.models import ConversationSummary, Customer, Order, OrderLine, Re
 from knowledge.embeddings import secondary_embedder
 from knowledge.ingest import get_or_create_collection
 from knowledge.models import Collection
-from tests.conversations.fakes import FakeAnthropicAPI, message_response, services, text_stream
+from tests.conversations.fakes import FakeModelAPI, message_response, services, text_stream
 
 pytestmark = pytest.mark.django_db
 
@@ -207,7 +207,7 @@ def tool_call(order_number: object, amount: object = None) -> httpx2.Response:
 
 def test_with_claude_the_model_asks_through_the_tool_and_the_gatekeeper_decides(bare_collection, alex, embedder):
     # Claude asks for $500 (more than the order and the limit): the gatekeeper routes it to a person.
-    api = FakeAnthropicAPI([tool_call("#1042", 500)])
+    api = FakeModelAPI([tool_call("#1042", 500)])
     result = answer_turn(
         chat(bare_collection, alex),
         "My name is Alex Morgan. My duvet cover from order 1042 tore; I would like my money back please.",
@@ -222,7 +222,7 @@ def test_with_claude_the_model_asks_through_the_tool_and_the_gatekeeper_decides(
 
 
 def test_a_model_tool_call_for_an_eligible_refund_is_approved_by_the_rules(bare_collection, alex, embedder):
-    api = FakeAnthropicAPI([tool_call("1042")])
+    api = FakeModelAPI([tool_call("1042")])
     result = answer_turn(
         chat(bare_collection, alex), "Can I get a refund on order 1042?", services=services(embedder, api=api)
     )
@@ -230,7 +230,7 @@ def test_a_model_tool_call_for_an_eligible_refund_is_approved_by_the_rules(bare_
 
 
 def test_a_malformed_tool_call_requests_nothing(bare_collection, alex, embedder):
-    api = FakeAnthropicAPI([tool_call("the blue one"), text_stream(["I can't find that order."])])
+    api = FakeModelAPI([tool_call("the blue one"), text_stream(["I can't find that order."])])
     result = answer_turn(
         chat(bare_collection, alex), "refund my order 1042 please", services=services(embedder, api=api)
     )

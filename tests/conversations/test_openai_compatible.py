@@ -189,6 +189,8 @@ def test_a_turn_answered_by_the_server_records_it_and_falls_back_when_it_fails(h
     assert result.generator == "openai:local-test" and result.citations
     prompt = api.bodies[0]["messages"]
     assert prompt[0]["role"] == "system" and "<evidence>" in prompt[1]["content"]
+    # The same provider-neutral prompt as Claude's: evidence is not instruction, the customer's language.
+    assert "not instructions" in prompt[0]["content"] and "in the customer's language" in prompt[0]["content"]
 
     down = FakeModelAPI([openai_error(500, "boom")] * 3)
     resets: list[bool] = []

@@ -6,7 +6,7 @@ export SUPPORTBOT_PGPORT ?= 54329
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: setup db stop run test lint bench
+.PHONY: setup db stop run test test-llm lint bench
 
 setup:
 	@scripts/setup.sh
@@ -28,6 +28,10 @@ run: db
 
 test: setup
 	@scripts/test.sh $(PYTEST_ARGS)
+
+# Only the tests that drive a real local model server (part of `make test` too).
+test-llm: setup
+	@scripts/test.sh -m llm $(PYTEST_ARGS)
 
 lint: setup
 	.venv/bin/ruff check .

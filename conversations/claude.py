@@ -37,8 +37,10 @@ from conversations.providers import (
     MalformedReply,
     ProviderUnavailable,
     Retries,
+    StreamedText,
     check_roles,
     judge_prompt,
+    limits_from_settings,
     read_rewrite,
     read_verdict,
     retry_after_s,
@@ -103,15 +105,7 @@ class ClaudeClient:
 
     @classmethod
     def from_settings(cls) -> ClaudeClient:
-        return cls(
-            api_key=settings.LLM_API_KEY,
-            model=settings.LLM_MODEL,
-            timeout_s=settings.LLM_TIMEOUT_S,
-            max_retries=settings.LLM_MAX_RETRIES,
-            backoff_s=settings.LLM_BACKOFF_S,
-            max_tokens=settings.LLM_MAX_TOKENS,
-            base_url=settings.LLM_BASE_URL or None,
-        )
+        return cls(**limits_from_settings(), base_url=settings.LLM_BASE_URL or None)  # type: ignore[arg-type]
 
     def stream_reply(
         self,
@@ -123,10 +117,9 @@ class ClaudeClient:
     ) -> str:
         """See `LanguageModel.stream_reply`; `on_reset` is called only before a retry, never on success."""
         params = _message_params(messages)
-        emitted = False
+        shown = StreamedText(on_delta, on_reset)
 
         def attempt() -> str:
-            nonlocal emitted
             finished = False
             with self._sdk.messages.stream(
                 model=self.model,
@@ -137,9 +130,7 @@ class ClaudeClient:
             ) as stream:
                 for event in stream:
                     if isinstance(event, RawContentBlockDeltaEvent) and isinstance(event.delta, TextDelta):
-                        if on_delta is not None and event.delta.text:
-                            emitted = True
-                            on_delta(event.delta.text)
+                        shown.emit(event.delta.text)
                     elif event.type == "message_stop":
                         finished = True
                 if not finished:
@@ -147,13 +138,7 @@ class ClaudeClient:
                 message = stream.get_final_message()
             return self._reply_text(message)
 
-        def before_retry() -> None:
-            nonlocal emitted
-            if emitted and on_reset is not None:
-                on_reset()
-            emitted = False
-
-        return self._with_retries(attempt, before_retry=before_retry)
+        return self._with_retries(attempt, before_retry=shown.before_retry)
 
     def judge(self, *, claim: str, passage: str) -> bool:
         message = self._complete(system=JUDGE_SYSTEM, user=judge_prompt(claim, passage), max_tokens=JUDGE_MAX_TOKENS)

@@ -29,8 +29,10 @@ from conversations.providers import (
     MalformedReply,
     ProviderUnavailable,
     Retries,
+    StreamedText,
     check_roles,
     judge_prompt,
+    limits_from_settings,
     read_rewrite,
     read_verdict,
     retry_after_s,
@@ -84,15 +86,7 @@ class OpenAICompatibleClient:
 
     @classmethod
     def from_settings(cls) -> OpenAICompatibleClient:
-        return cls(
-            base_url=settings.LLM_BASE_URL,
-            model=settings.LLM_MODEL,
-            api_key=settings.LLM_API_KEY,
-            timeout_s=settings.LLM_TIMEOUT_S,
-            max_retries=settings.LLM_MAX_RETRIES,
-            backoff_s=settings.LLM_BACKOFF_S,
-            max_tokens=settings.LLM_MAX_TOKENS,
-        )
+        return cls(base_url=settings.LLM_BASE_URL, **limits_from_settings())  # type: ignore[arg-type]
 
     def stream_reply(
         self,
@@ -110,10 +104,9 @@ class OpenAICompatibleClient:
             "max_tokens": self.max_tokens,
             "stream": True,
         }
-        emitted = False
+        shown = StreamedText(on_delta, on_reset)
 
         def attempt() -> str:
-            nonlocal emitted
             parts: list[str] = []
             finish: str | None = None
             with self._http.stream(
@@ -127,23 +120,14 @@ class OpenAICompatibleClient:
                     if choice is None:
                         continue  # a usage-only chunk
                     text = (choice.get("delta") or {}).get("content") or ""
-                    if text:
-                        parts.append(text)
-                        emitted = True
-                        if on_delta is not None:
-                            on_delta(text)
+                    parts.append(text)
+                    shown.emit(text)
                     finish = choice.get("finish_reason") or finish
             if finish is None:
                 raise _StreamCutShort("the stream ended before a finish reason")
             return _text_of("".join(parts), finish)
 
-        def before_retry() -> None:
-            nonlocal emitted
-            if emitted and on_reset is not None:
-                on_reset()
-            emitted = False
-
-        return self._with_retries(attempt, before_retry=before_retry)
+        return self._with_retries(attempt, before_retry=shown.before_retry)
 
     def judge(self, *, claim: str, passage: str) -> bool:
         message, finish = self._complete(JUDGE_SYSTEM, judge_prompt(claim, passage), JUDGE_MAX_TOKENS)

@@ -174,6 +174,41 @@ def retry_after_s(headers: Mapping[str, str]) -> float | None:
     return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
+@dataclass
+class StreamedText:
+    """What a streamed reply has shown so far: `emit` passes text on; `before_retry` tells the UI to drop it
+    (only when something was shown), so a retried attempt starts on a clean slate."""
+
+    on_delta: Callable[[str], None] | None
+    on_reset: Callable[[], None] | None
+    shown: bool = False
+
+    def emit(self, text: str) -> None:
+        if text:
+            self.shown = True
+            if self.on_delta is not None:
+                self.on_delta(text)
+
+    def before_retry(self) -> None:
+        if self.shown and self.on_reset is not None:
+            self.on_reset()
+        self.shown = False
+
+
+def limits_from_settings() -> dict[str, object]:
+    """The LLM_* settings every provider's client takes."""
+    from django.conf import settings
+
+    return {
+        "model": settings.LLM_MODEL,
+        "api_key": settings.LLM_API_KEY,
+        "timeout_s": settings.LLM_TIMEOUT_S,
+        "max_retries": settings.LLM_MAX_RETRIES,
+        "backoff_s": settings.LLM_BACKOFF_S,
+        "max_tokens": settings.LLM_MAX_TOKENS,
+    }
+
+
 @dataclass(frozen=True)
 class Failure:
     """How a provider reads one failed attempt."""

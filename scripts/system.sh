@@ -13,8 +13,9 @@ need_root() {
 }
 
 # redis-server: CI runs the websocket tests against a real Redis (channel layer for several processes);
-# chromium: the browser tests drive Debian's build through Playwright (never `playwright install`).
-packages=(postgresql-$PG_MAJOR postgresql-contrib postgresql-server-dev-$PG_MAJOR make gcc python3-venv
+# chromium: the browser tests drive Debian's build through Playwright (never `playwright install`);
+# g++: llama-cpp-python compiles llama.cpp for the real-model tests.
+packages=(postgresql-$PG_MAJOR postgresql-contrib postgresql-server-dev-$PG_MAJOR make gcc g++ python3-venv
           redis-server chromium fonts-dejavu-core)
 missing=()
 for p in "${packages[@]}"; do

@@ -3,7 +3,6 @@
 Customers' words (and staff replies, which may echo them) are shown masked to staff without the
 conversations.view_personal_data permission."""
 
-from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.contrib import admin
@@ -12,14 +11,12 @@ from django.contrib.admin.utils import flatten_fieldsets
 from django.db.models import Max, Model, QuerySet, Value
 from django.http import HttpRequest, HttpResponse
 from django.template.defaultfilters import linebreaksbr
-from django.urls import reverse
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from conversations.models import (
     Claim,
     Conversation,
-    EvaluationRun,
     Message,
     Referral,
     StaffAction,
@@ -28,6 +25,7 @@ from conversations.models import (
     Verdict,
 )
 from conversations.pii import PERSONAL_DATA_PERMISSION
+from supportbot.admin_helpers import ReadOnly, ReadOnlyInline, admin_link, html_list, html_table
 
 
 def sees_personal_data(request: HttpRequest) -> bool:
@@ -39,23 +37,6 @@ def words(message: Message, *, row: Model) -> str:
     so they are shown as stored; customer and staff messages are masked unless the row says otherwise."""
     # A row fetched outside ShowsPersonalData.get_queryset has no flag and is masked.
     return message.words_for(unmasked=getattr(row, "unmasked", False) is True)
-
-
-def admin_link(obj: Model) -> SafeString:
-    url = reverse(f"admin:{obj._meta.app_label}_{obj._meta.model_name}_change", args=[obj.pk])
-    return format_html('<a href="{}">{}</a>', url, obj)
-
-
-def html_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> SafeString:
-    head = format_html_join("", "<th>{}</th>", ((header,) for header in headers))
-    body = format_html_join(
-        "", "<tr>{}</tr>", ((format_html_join("", "<td>{}</td>", ((cell,) for cell in row)),) for row in rows)
-    )
-    return format_html("<table><thead><tr>{}</tr></thead><tbody>{}</tbody></table>", head, body)
-
-
-def html_list(tag: str, items: Iterable[object]) -> SafeString:
-    return format_html("<{}>{}</{}>", tag, format_html_join("", "<li>{}</li>", ((item,) for item in items)), tag)
 
 
 class ShowsPersonalData(BaseModelAdmin):
@@ -76,21 +57,6 @@ class PersonalDataAdmin(ShowsPersonalData, admin.ModelAdmin):
         # Read by templates/admin/conversations/change_form.html, so staff know the text is not verbatim.
         context = {**(extra_context or {}), "personal_data_masked": not sees_personal_data(request)}
         return super().change_view(request, object_id, form_url, context)
-
-
-class ReadOnly:
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
-class ReadOnlyInline(ReadOnly, admin.TabularInline):
-    # Django's tabular template prints each row's str() beside it, which for a message is its raw text.
-    template = "admin/conversations/readonly_tabular.html"
-    extra = 0
-    can_delete = False
 
 
 @admin.register(SystemPolicy)
@@ -366,61 +332,3 @@ class StaffActionAdmin(ReadOnly, ShowsStaffActions, PersonalDataAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: StaffAction | None = None) -> bool:
         return False
-
-
-HEADLINE = ("recall@3", "mrr", "answer_correct", "abstention_correct", "audience_leaks", "unsupported_shipped")
-
-
-@admin.register(EvaluationRun)
-class EvaluationRunAdmin(ReadOnly, admin.ModelAdmin):
-    """The latest runs side by side: their headline figures and plots, so a change's effect is visible."""
-
-    list_display = ("started_at", "kind", "dataset_name", "finished_at", "headline", "thumbnails")
-    list_filter = ("kind",)
-    fields = (
-        "kind",
-        "dataset",
-        "fingerprint",
-        "settings_table",
-        "figures_table",
-        "plot_images",
-        "started_at",
-        "finished_at",
-    )
-    readonly_fields = fields
-
-    @admin.display(description="dataset")
-    def dataset_name(self, obj: EvaluationRun) -> str:
-        return obj.dataset.rsplit("/", 1)[-1]
-
-    @admin.display(description="figures")
-    def headline(self, obj: EvaluationRun) -> str:
-        if "rows" in obj.figures:
-            return f"{len(obj.figures['rows'])} settings compared"
-        return " · ".join(f"{k} {obj.figures[k]}" for k in HEADLINE if k in obj.figures)
-
-    def _images(self, obj: EvaluationRun, width: int) -> SafeString:
-        return format_html_join(
-            " ",
-            '<img src="data:image/png;base64,{}" alt="{}" width="{}">',
-            ((data, name.replace("_", " "), width) for name, data in obj.plots.items()),
-        )
-
-    @admin.display(description="plots")
-    def thumbnails(self, obj: EvaluationRun) -> SafeString:
-        return self._images(obj, 180)
-
-    @admin.display(description="plots")
-    def plot_images(self, obj: EvaluationRun) -> SafeString:
-        return self._images(obj, 720)
-
-    @admin.display(description="settings")
-    def settings_table(self, obj: EvaluationRun) -> SafeString:
-        return html_table(["setting", "value"], obj.settings.items())
-
-    @admin.display(description="figures")
-    def figures_table(self, obj: EvaluationRun) -> SafeString:
-        rows = obj.figures.get("rows")
-        if rows:
-            return html_table(list(rows[0]), (r.values() for r in rows))
-        return html_table(["measure", "value"], obj.figures.items())

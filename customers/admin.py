@@ -16,10 +16,10 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils.safestring import SafeString
 
-from conversations.admin import ReadOnly, ReadOnlyInline, admin_link
 from customers.erasure import erase_customer, erasure_preview
 from customers.facts import newest_versions, set_fact
 from customers.models import ConversationSummary, Customer, CustomerFact, Order, OrderLine, RefundDecision
+from supportbot.admin_helpers import ReadOnly, ReadOnlyInline, admin_link
 
 
 class Unwritable(ReadOnly):

@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "knowledge",
     "conversations",
     "customers",
+    "lab",
 ]
 
 MIDDLEWARE = [

@@ -1,18 +1,13 @@
-"""The answer turn's stages one at a time: claims, context, rewriting, calibration maths, the NLI plug."""
+"""The answer turn's stages one at a time: claims, context, rewriting, the reader, the NLI plug."""
 
-import gzip
-import json
 from pathlib import Path
 
 import pytest
 from tokenizers import Tokenizer
 
-from conversations.abstention import best_row, most_answered_within, roc_auc, tradeoff
-from conversations.calibration import CalibrationError, read_calibration_set
 from conversations.claims import ClaimText, missing_numbers, numbers_in, split_claims
 from conversations.context import Evidence, Trust, assemble_context, looks_like_instruction, render_evidence
 from conversations.grounding import Grounder
-from conversations.grounding_evaluation import evaluate_grounding, read_evidence_pairs
 from conversations.nli import NliModelUnavailable, load_nli
 from conversations.openai_compatible import OpenAICompatibleClient
 from conversations.reader import (
@@ -252,59 +247,6 @@ def test_follow_ups_carry_the_previous_subject():
     )
     leaning = "I've been getting an error for three hours. What can you do?"
     assert question_focus(leaning) == leaning
-
-
-def test_calibration_maths():
-    scores = [(5.0, True), (3.0, True), (1.0, False), (4.0, False), (-2.0, False)]
-    assert roc_auc(scores) == pytest.approx(5 / 6)
-    rows = tradeoff(scores)
-    assert [(r.threshold, r.answered, r.wrongly_answered) for r in rows][-2:] == [(4.0, 0.5, 1 / 3), (5.0, 0.5, 0.0)]
-    assert best_row(rows).threshold == 3.0  # answers both answerable ones, one unanswerable of three
-    assert most_answered_within(rows, 0.0).threshold == 5.0  # no unanswerable one answered: half the answerable
-    assert most_answered_within(rows, 0.4).threshold == 3.0
-
-
-def test_the_calibration_set_is_checked_line_by_line(tmp_path: Path):
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text(
-        '{"question": "ok?", "audience": "public", "answerable": true}\n{"question": "x", "audience": "vip", "answerable": false}\n'
-    )
-    with pytest.raises(CalibrationError, match=r"bad.jsonl:2: unknown audience 'vip'"):
-        read_calibration_set(bad)
-    shipped = read_calibration_set(Path("conversations/sample/calibration.jsonl"))
-    assert sum(q.answerable for q in shipped) >= 70 and sum(not q.answerable for q in shipped) >= 50
-
-
-def test_grounding_evaluation_on_a_tiny_evidence_set(tmp_path: Path, embedder):
-    (tmp_path / "queries.jsonl").write_text(
-        json.dumps({"_id": "1", "text": "Refunds take 5 to 10 business days."}) + "\n"
-    )
-    sentences = [
-        "Card refunds take 5 to 10 business days after approval.",
-        "Refunds never take 5 to 10 business days.",
-        "Our shop in Leeds opens at nine every morning.",
-    ]
-    with gzip.open(tmp_path / "corpus_sentences.jsonl.gz", "wt") as fh:
-        fh.write(json.dumps({"_id": "9", "sentences": sentences}) + "\n")
-    (tmp_path / "evidence_train.jsonl").write_text(
-        json.dumps({"query_id": "1", "doc_id": "9", "label": "SUPPORT", "sentences": [0]})
-        + "\n"
-        + json.dumps({"query_id": "1", "doc_id": "9", "label": "CONTRADICT", "sentences": [1]})
-        + "\n"
-    )
-    pairs = read_evidence_pairs(tmp_path, "train")
-    assert [(p.sentence, p.label) for p in pairs] == [
-        (sentences[0], "SUPPORT"),
-        (sentences[1], "CONTRADICT"),
-        (sentences[2], "UNRELATED"),
-    ]
-    figures = evaluate_grounding(pairs, Grounder(embedder, default_reranker()))
-    assert figures["support_verifier"]["supported_rate_by_label"] == {
-        "SUPPORT": 1.0,
-        "CONTRADICT": 0.0,
-        "UNRELATED": 0.0,
-    }
-    assert figures["support_verifier"]["precision_supported"] == 1.0
 
 
 @pytest.fixture(scope="module")

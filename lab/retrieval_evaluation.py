@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from knowledge import metrics
 from knowledge.embeddings import Embedder
 from knowledge.errors import KnowledgeError
 from knowledge.fusion import fuse
@@ -18,6 +17,7 @@ from knowledge.fuzzy import find_typos
 from knowledge.models import Chunk, Collection
 from knowledge.retrieval import STAGES, RetrievalConfig, rerank, run_stages, search
 from knowledge.scope import Scope
+from lab import metrics
 
 CUTOFFS = (1, 3, 5, 10, 20, 100)
 DEPTH = 100

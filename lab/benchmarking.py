@@ -7,12 +7,12 @@ from dataclasses import replace
 
 from django.db import connection, transaction
 
-from knowledge import metrics
 from knowledge.embeddings import Embedder
 from knowledge.ingest import refresh_term_statistics
 from knowledge.models import Collection
 from knowledge.rerank import CrossEncoder, read_passages
 from knowledge.retrieval import RetrievalConfig, search
+from lab import metrics
 from supportbot.stopwatch import Stopwatch
 
 # Copy n of article "slug" is "slug~n"; versions and chunks follow their article.

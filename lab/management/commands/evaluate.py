@@ -7,7 +7,14 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from conversations.answer_evaluation import (
+from conversations.turns import default_services
+from knowledge.embeddings import default_embedder, secondary_embedder
+from knowledge.errors import KnowledgeError
+from knowledge.ingest import configured_chunking, ingest
+from knowledge.models import Collection
+from knowledge.retrieval import STAGES, RetrievalConfig, default_config
+from knowledge.sources import read_beir_corpus
+from lab.answer_evaluation import (
     GOLDEN_SET,
     GoldenQuestion,
     GoldenSetError,
@@ -15,7 +22,7 @@ from conversations.answer_evaluation import (
     evaluate_answers,
     read_golden_set,
 )
-from conversations.evaluation_runs import (
+from lab.evaluation_runs import (
     answers_report,
     close_run,
     finished_results,
@@ -23,18 +30,11 @@ from conversations.evaluation_runs import (
     save_result,
     stages_report,
 )
-from conversations.experiments import golden_stage_figures
-from conversations.grounding_evaluation import GroundingDatasetError, evaluate_grounding, read_evidence_pairs
-from conversations.models import EvaluationKind
-from conversations.report import write_report
-from conversations.turns import default_services
-from knowledge.embeddings import default_embedder, secondary_embedder
-from knowledge.errors import KnowledgeError
-from knowledge.evaluation import evaluate_retrieval, fusion_grid, read_queries
-from knowledge.ingest import configured_chunking, ingest
-from knowledge.models import Collection
-from knowledge.retrieval import STAGES, RetrievalConfig, default_config
-from knowledge.sources import read_beir_corpus
+from lab.experiments import golden_stage_figures
+from lab.grounding_evaluation import GroundingDatasetError, evaluate_grounding, read_evidence_pairs
+from lab.models import EvaluationKind
+from lab.report import write_report
+from lab.retrieval_evaluation import evaluate_retrieval, fusion_grid, read_queries
 
 
 def _weights(pairs: list[str]) -> dict[str, float]:

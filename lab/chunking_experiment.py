@@ -21,16 +21,16 @@ from django.conf import settings
 from django.db.models import Count, Sum
 from django.db.models.functions import Length
 
-from conversations.answer_evaluation import TOP_K, GoldenQuestion
-from conversations.experiments import golden_retrieval
 from knowledge.chunking import ChunkBounds, Strategy
 from knowledge.embeddings import Embedder
 from knowledge.errors import IngestFileError
-from knowledge.evaluation import evaluate_search, read_queries
 from knowledge.ingest import ingest
 from knowledge.models import ArticleVersion, Chunk, Collection
 from knowledge.retrieval import RetrievalConfig, default_config
 from knowledge.sources import SourceDocument, read_beir_corpus, read_markdown_tree
+from lab.answer_evaluation import TOP_K, GoldenQuestion
+from lab.experiments import golden_retrieval
+from lab.retrieval_evaluation import evaluate_search, read_queries
 
 HELPCENTRE_PREFIX = "exp-chunk-"
 BEIR_PREFIX = "exp-chunk-stackfaq-"

@@ -6,14 +6,14 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from knowledge.benchmarking import replicate_collection, time_retrieval
 from knowledge.embeddings import Embedder, default_embedder, secondary_embedder
-from knowledge.evaluation import read_queries
 from knowledge.ingest import chunk_embedding_text, configured_chunking, ingest
 from knowledge.models import Chunk, Collection
 from knowledge.rerank import default_reranker
 from knowledge.retrieval import default_config
 from knowledge.sources import SourceDocument, read_beir_corpus, read_markdown_tree
+from lab.benchmarking import replicate_collection, time_retrieval
+from lab.retrieval_evaluation import read_queries
 
 
 def _models_seconds(embedders: list[Embedder], texts: list[str]) -> float:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from conversations.answer_evaluation import (
+from lab.answer_evaluation import (
     GoldChunk,
     GoldenSetError,
     QuestionResult,

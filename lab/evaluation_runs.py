@@ -9,12 +9,12 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from conversations.answer_evaluation import BRANCHES, CATEGORIES, AnswerEvaluation, QuestionResult, recall_at
-from conversations.models import EvaluationResult, EvaluationRun
 from conversations.providers import answered_by, language_model_from_settings
-from conversations.report import Section, bar_chart, encode, line_chart
 from conversations.turns import answer_model
 from knowledge.models import Collection
+from lab.answer_evaluation import BRANCHES, CATEGORIES, AnswerEvaluation, QuestionResult, recall_at
+from lab.models import EvaluationResult, EvaluationRun
+from lab.report import Section, bar_chart, encode, line_chart
 
 RECALL_DEPTHS = range(1, 7)
 

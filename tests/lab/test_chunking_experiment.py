@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from conversations.answer_evaluation import GoldChunk, GoldenQuestion
-from conversations.chunking_experiment import ChunkingVariant, run_chunking_experiment
 from knowledge.chunking import ChunkBounds
 from knowledge.models import Chunk
+from lab.answer_evaluation import GoldChunk, GoldenQuestion
+from lab.chunking_experiment import ChunkingVariant, run_chunking_experiment
 
 pytestmark = pytest.mark.django_db
 

@@ -8,16 +8,16 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from conversations.abstention import Row, roc_auc
-from conversations.answer_evaluation import GOLDEN_SET, GoldenQuestion, GoldenSetError, read_golden_set
-from conversations.calibration import SAMPLE_SET, CalibrationError, LabelledQuestion, labelled_set
-from conversations.chunking_experiment import VARIANTS, run_chunking_experiment
-from conversations.evaluation_runs import close_run, open_run
-from conversations.experiments import as_labelled, fusion_experiment, threshold_experiment
-from conversations.report import Section, bar_chart, tradeoff_chart, write_report
 from conversations.turns import answer_model, default_services
 from knowledge.embeddings import default_embedder, secondary_embedder
 from knowledge.models import Collection
 from knowledge.retrieval import default_config
+from lab.answer_evaluation import GOLDEN_SET, GoldenQuestion, GoldenSetError, read_golden_set
+from lab.calibration import SAMPLE_SET, CalibrationError, LabelledQuestion, labelled_set
+from lab.chunking_experiment import VARIANTS, run_chunking_experiment
+from lab.evaluation_runs import close_run, open_run
+from lab.experiments import as_labelled, fusion_experiment, threshold_experiment
+from lab.report import Section, bar_chart, tradeoff_chart, write_report
 
 Result = tuple[list[dict[str, Any]], list[Section], dict[str, bytes]]
 

@@ -16,14 +16,9 @@ from typing import Any
 from django.utils import timezone
 
 from conversations.abstention import Row, tradeoff
-from conversations.answer_evaluation import TOP_K, GoldenQuestion, is_gold, versions_then
-from conversations.calibration import LabelledQuestion, calibrate
 from conversations.rewrite import question_focus, rewrite_by_rule
 from conversations.turns import TurnServices, answer_model
-from knowledge import metrics
 from knowledge.embeddings import Embedder
-from knowledge.evaluation import DEPTH as STAGE_DEPTH
-from knowledge.evaluation import StageFigures
 from knowledge.fusion import fuse
 from knowledge.fuzzy import find_typos
 from knowledge.models import Chunk, Collection
@@ -37,6 +32,11 @@ from knowledge.retrieval import (
     search,
 )
 from knowledge.scope import Scope
+from lab import metrics
+from lab.answer_evaluation import TOP_K, GoldenQuestion, is_gold, versions_then
+from lab.calibration import LabelledQuestion, calibrate
+from lab.retrieval_evaluation import DEPTH as STAGE_DEPTH
+from lab.retrieval_evaluation import StageFigures
 
 DEPTH = 6  # what a turn retrieves (ANSWER_PASSAGES)
 

@@ -7,10 +7,10 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from conversations.answer_evaluation import GoldChunk, read_golden_set
-from conversations.experiments import fusion_settings, golden_stage_figures
-from conversations.models import EvaluationRun
 from knowledge.retrieval import default_config
+from lab.answer_evaluation import GoldChunk, read_golden_set
+from lab.experiments import fusion_settings, golden_stage_figures
+from lab.models import EvaluationRun
 from tests.conversations.tiny_golden import write_golden
 
 pytestmark = pytest.mark.django_db
@@ -71,7 +71,7 @@ def test_the_threshold_experiment_is_stored_reported_and_shown_in_the_admin(help
     page = (tmp_path / "r" / "index.html").read_text()
     assert "cut in force" in page and "ROC AUC" in page
 
-    listing = admin_client.get("/admin/conversations/evaluationrun/").content.decode()
+    listing = admin_client.get("/admin/lab/evaluationrun/").content.decode()
     assert 'src="data:image/png;base64,' in listing
     with pytest.raises(CommandError, match="No collection 'elsewhere'"):
         call_command("experiment", "threshold", "--dataset", str(golden), "--labelled", f"{labelled}@elsewhere")

@@ -8,10 +8,10 @@ from typing import Any, cast
 import pytest
 from django.core.management import call_command
 
-from conversations.answer_evaluation import QuestionResult, evaluate_answers, read_golden_set
-from conversations.evaluation_runs import close_run, finished_results, open_run, save_result
-from conversations.models import EvaluationRun
 from conversations.turns import TurnServices
+from lab.answer_evaluation import QuestionResult, evaluate_answers, read_golden_set
+from lab.evaluation_runs import close_run, finished_results, open_run, save_result
+from lab.models import EvaluationRun
 from tests.conversations.tiny_golden import write_golden
 
 pytestmark = pytest.mark.django_db

@@ -19,7 +19,10 @@ from conversations.abstention import (
     roc_auc,
     tradeoff,
 )
-from conversations.calibration import (
+from conversations.models import AbstentionThreshold
+from conversations.turns import PROBABILITY, answer_model, default_services
+from knowledge.models import Collection
+from lab.calibration import (
     SAMPLE_SETS,
     CalibrationError,
     LabelledQuestion,
@@ -27,9 +30,6 @@ from conversations.calibration import (
     labelled_set,
     pairs_of,
 )
-from conversations.models import AbstentionThreshold
-from conversations.turns import PROBABILITY, answer_model, default_services
-from knowledge.models import Collection
 
 Signals = list[tuple[dict[str, float], bool]]
 

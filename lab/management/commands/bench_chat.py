@@ -10,11 +10,11 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.test.utils import override_settings
 
-from conversations.calibration import SAMPLE_SET, CalibrationError, read_calibration_set
 from conversations.models import Conversation
 from conversations.turns import warm_up
-from knowledge import metrics
 from knowledge.models import Collection
+from lab import metrics
+from lab.calibration import SAMPLE_SET, CalibrationError, read_calibration_set
 
 REPLY_TIMEOUT_S = 120
 

@@ -4,11 +4,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from conversations.calibration import SAMPLE_SET, CalibrationError, read_calibration_set
 from conversations.models import Conversation
 from conversations.turns import answer_turn, default_services
-from knowledge import metrics
 from knowledge.models import Collection
+from lab import metrics
+from lab.calibration import SAMPLE_SET, CalibrationError, read_calibration_set
 
 TARGET_P50_MS = 200
 

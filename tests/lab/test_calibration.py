@@ -1,0 +1,29 @@
+"""Calibration: the maths of the trade-off and reading the labelled set."""
+
+from pathlib import Path
+
+import pytest
+
+from conversations.abstention import best_row, most_answered_within, roc_auc, tradeoff
+from lab.calibration import CalibrationError, read_calibration_set
+
+
+def test_calibration_maths():
+    scores = [(5.0, True), (3.0, True), (1.0, False), (4.0, False), (-2.0, False)]
+    assert roc_auc(scores) == pytest.approx(5 / 6)
+    rows = tradeoff(scores)
+    assert [(r.threshold, r.answered, r.wrongly_answered) for r in rows][-2:] == [(4.0, 0.5, 1 / 3), (5.0, 0.5, 0.0)]
+    assert best_row(rows).threshold == 3.0  # answers both answerable ones, one unanswerable of three
+    assert most_answered_within(rows, 0.0).threshold == 5.0  # no unanswerable one answered: half the answerable
+    assert most_answered_within(rows, 0.4).threshold == 3.0
+
+
+def test_the_calibration_set_is_checked_line_by_line(tmp_path: Path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        '{"question": "ok?", "audience": "public", "answerable": true}\n{"question": "x", "audience": "vip", "answerable": false}\n'
+    )
+    with pytest.raises(CalibrationError, match=r"bad.jsonl:2: unknown audience 'vip'"):
+        read_calibration_set(bad)
+    shipped = read_calibration_set(Path("lab/sample/calibration.jsonl"))
+    assert sum(q.answerable for q in shipped) >= 70 and sum(not q.answerable for q in shipped) >= 50

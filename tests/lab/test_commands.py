@@ -1,0 +1,91 @@
+"""`manage.py calibrate | evaluate grounding | bench_chat` as an operator runs them."""
+
+import json
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from conversations.abstention import default_model, read_model
+from conversations.models import AbstentionThreshold, Conversation
+from conversations.turns import PROBABILITY, answer_model
+
+pytestmark = pytest.mark.django_db
+
+
+def run(*args: str) -> str:
+    out = StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue()
+
+
+def test_calibrate_fits_the_decision_prints_its_tradeoff_and_stores_it(helpcentre, tmp_path: Path):
+    dataset = labelled_set(tmp_path / "set.jsonl")
+    assert answer_model(helpcentre) == default_model()  # nobody has calibrated this collection yet
+    dry = run("calibrate", "--dataset", str(dataset), "--dry-run", "--json", str(tmp_path / "signals.json"))
+    assert "the decision in force (" in dry and "sentence_top" in dry and "dense_top" in dry and "← chosen" in dry
+    assert "fitted probability: ROC AUC" in dry
+    assert len(json.loads((tmp_path / "signals.json").read_text())) == 6
+    assert not AbstentionThreshold.objects.exists()
+    # Refitting from the written signals asks nothing again; a saved model can be judged on them.
+    saved = run("calibrate", "--signals", str(tmp_path / "signals.json"), "--save-model", str(tmp_path / "m.json"))
+    assert "Wrote the fitted decision" in saved and read_model(tmp_path / "m.json").fitted_on
+    given = run("calibrate", "--signals", str(tmp_path / "signals.json"), "--decision", str(tmp_path / "m.json"))
+    assert f"the decision given ({read_model(tmp_path / 'm.json').fitted_on}" in given
+    AbstentionThreshold.objects.all().delete()
+    (tmp_path / "junk.json").write_text("[{}]")
+    with pytest.raises(CommandError, match="not signals written by calibrate --json"):
+        run("calibrate", "--signals", str(tmp_path / "junk.json"))
+
+    stored = run("calibrate", "--dataset", str(dataset))
+    chosen = AbstentionThreshold.objects.get()
+    assert chosen.signal == PROBABILITY and f"{chosen.threshold:.3f}" in stored
+    assert chosen.answered_rate >= chosen.wrongly_answered_rate
+    model = answer_model(helpcentre)
+    assert model.cut == chosen.threshold and model != default_model() and str(dataset) in model.fitted_on
+    assert "already calibrated" in run("calibrate", "--dataset", str(dataset), "--if-missing")
+    with pytest.raises(CommandError, match="--max-wrong must be a share between 0 and 1"):
+        run("calibrate", "--dataset", str(dataset), "--max-wrong", "5")
+    with pytest.raises(CommandError, match="No collection 'nowhere'"):
+        run("calibrate", "--dataset", f"{dataset}@nowhere")
+
+    (tmp_path / "broken.jsonl").write_text("{not json\n")
+    with pytest.raises(CommandError, match=r"broken.jsonl:1"):
+        run("calibrate", "--dataset", str(tmp_path / "broken.jsonl"))
+
+
+def test_evaluate_grounding_refuses_a_folder_without_evidence(tmp_path: Path):
+    with pytest.raises(CommandError, match=r"evidence_train\.jsonl does not exist"):
+        run("evaluate", "grounding", "--dataset", str(tmp_path), "--split", "train")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_bench_chat_times_real_websocket_turns_and_cleans_up(helpcentre, tmp_path: Path):
+    out = StringIO()
+    report = tmp_path / "chat.json"
+    call_command("bench_chat", "--clients", "2", "--limit", "4", "--json", str(report), stdout=out)
+    figures = json.loads(report.read_text())
+    assert figures["questions"] == 4 and sum(figures["decisions"].values()) == 4
+    assert set(figures["latency"]) >= {"ack", "reply"}
+    assert figures["latency"]["ack"]["p50_ms"] <= figures["latency"]["reply"]["p50_ms"]
+    assert "4 questions from 2 clients" in out.getvalue()
+    assert not Conversation.objects.exists()  # the benchmark's conversations are deleted
+
+
+def test_bench_chat_refuses_nonsense_counts():
+    with pytest.raises(CommandError, match="must be positive"):
+        call_command("bench_chat", "--clients", "0")
+
+
+def labelled_set(path: Path) -> Path:
+    rows = [
+        ("how long until my money back shows on my card?", True),
+        ("what does error E-4012 mean?", True),
+        ("can I return a lamp after 20 days?", True),
+        ("do you sell gift wrapping in Mars colonies?", False),
+        ("what is the name of your CEO's dog?", False),
+        ("can I pay with seashells?", False),
+    ]
+    path.write_text("".join(json.dumps({"question": q, "audience": "public", "answerable": a}) + "\n" for q, a in rows))
+    return path

@@ -36,7 +36,9 @@ class Migration(migrations.Migration):
                     fields=[
                         (
                             "id",
-                            models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID"),
+                            models.BigAutoField(
+                                auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                            ),
                         ),
                         (
                             "kind",
@@ -68,7 +70,9 @@ class Migration(migrations.Migration):
                     fields=[
                         (
                             "id",
-                            models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID"),
+                            models.BigAutoField(
+                                auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                            ),
                         ),
                         ("question_id", models.CharField(max_length=100)),
                         ("result", models.JSONField()),

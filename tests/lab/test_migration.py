@@ -1,14 +1,17 @@
 """The lab's runs moved from the conversations app with their rows: migrating forward keeps them."""
 
+from collections.abc import Sequence
+
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-BEFORE = [("conversations", "0006_provider_and_model"), ("lab", None)]
-AFTER = [("conversations", "0007_evaluation_runs_to_lab"), ("lab", "0001_initial")]
+BEFORE: list[tuple[str, str | None]] = [("conversations", "0006_provider_and_model"), ("lab", None)]
+OLD_STATE = ("conversations", "0006_provider_and_model")
+AFTER: list[tuple[str, str]] = [("conversations", "0007_evaluation_runs_to_lab"), ("lab", "0001_initial")]
 
 
-def migrate(targets: list[tuple[str, str | None]]) -> MigrationExecutor:
+def migrate(targets: Sequence[tuple[str, str | None]]) -> MigrationExecutor:
     executor = MigrationExecutor(connection)
     executor.migrate(targets)
     executor.loader.build_graph()
@@ -18,7 +21,7 @@ def migrate(targets: list[tuple[str, str | None]]) -> MigrationExecutor:
 @pytest.mark.django_db(transaction=True)
 def test_runs_and_their_results_move_to_the_lab_with_their_rows():
     try:
-        old = migrate(BEFORE).loader.project_state(BEFORE[0]).apps
+        old = migrate(BEFORE).loader.project_state(OLD_STATE).apps
         run = old.get_model("conversations", "EvaluationRun").objects.create(
             kind="answers", dataset="golden.jsonl", fingerprint="minilm", figures={"mrr": 0.8}
         )

@@ -28,20 +28,18 @@ from typing import Any
 import numpy as np
 
 from conversations.claims import content_words
+from conversations.errors import AbstentionModelError
 from knowledge.query import identifiers
+from knowledge.stages import RANKING_STAGES, Stage
 from knowledge.stemming import stems
 
 SIGNALS = ("sentence_top", "passage_top", "dense_top", "dense_secondary_top", "agreement", "coverage")
-AGREEMENT_STAGES = ("bm25", "dense", "dense_secondary", "rerank")
+AGREEMENT_STAGES = (*RANKING_STAGES, Stage.RERANK)
 DEFAULT_MODEL = Path(__file__).resolve().parent / "abstention_default.json"
 # Where a signal could not be computed (no hits, a stage switched off): the weakest value it takes.
 LOWEST_LOGIT = -12.0
-FLOOR = {"rerank": LOWEST_LOGIT, "dense": 0.0, "dense_secondary": 0.0}
+FLOOR: dict[str, float] = {Stage.RERANK: LOWEST_LOGIT, Stage.DENSE: 0.0, Stage.DENSE_SECONDARY: 0.0}
 L2 = 1.0  # ridge penalty on the standardised weights
-
-
-class AbstentionModelError(ValueError):
-    pass
 
 
 def _stems(text: str) -> set[str]:
@@ -86,9 +84,9 @@ def signals_of(question: str, hits: Sequence[HitSignals], sentence_top: float | 
     # A stage that did not run reads as the one standing in for it.
     return {
         "sentence_top": sentence,
-        "passage_top": best("rerank") if "rerank" in present else sentence,
-        "dense_top": best("dense"),
-        "dense_secondary_top": best("dense_secondary" if "dense_secondary" in present else "dense"),
+        "passage_top": best(Stage.RERANK) if Stage.RERANK in present else sentence,
+        "dense_top": best(Stage.DENSE),
+        "dense_secondary_top": best(Stage.DENSE_SECONDARY if Stage.DENSE_SECONDARY in present else Stage.DENSE),
         "agreement": agreeing / len(present) if present else 0.0,
         "coverage": coverage(question, top.text) if top is not None else 0.0,
     }

@@ -5,26 +5,33 @@ conversations.view_personal_data permission."""
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.admin.options import BaseModelAdmin
 from django.contrib.admin.utils import flatten_fieldsets
 from django.db.models import Max, Model, QuerySet, Value
 from django.http import HttpRequest, HttpResponse
 from django.template.defaultfilters import linebreaksbr
+from django.template.response import TemplateResponse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from conversations.erasure import erase_customer, erasure_preview
 from conversations.models import (
     Claim,
     Conversation,
+    ConversationSummary,
     Message,
     Referral,
+    RefundDecision,
     StaffAction,
     SystemPolicy,
     Turn,
     Verdict,
 )
 from conversations.pii import PERSONAL_DATA_PERMISSION
+from customers.admin import CustomerAdmin, OrderAdmin, Unwritable
+from customers.models import Customer, Order
 from supportbot.admin_helpers import ReadOnly, ReadOnlyInline, admin_link, html_list, html_table
 
 
@@ -332,3 +339,68 @@ class StaffActionAdmin(ReadOnly, ShowsStaffActions, PersonalDataAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: StaffAction | None = None) -> bool:
         return False
+
+
+class RefundDecisionInline(ReadOnlyInline):
+    model = RefundDecision
+    fields = readonly_fields = ("decided_at", "amount", "approved", "reason", "requested_via", "conversation")
+
+
+class OrderWithRefundsAdmin(OrderAdmin):
+    """The shop's order, with what the assistant decided about refunding it."""
+
+    inlines = [*OrderAdmin.inlines, RefundDecisionInline]
+
+
+admin.site.unregister(Order)
+admin.site.register(Order, OrderWithRefundsAdmin)
+
+
+@admin.register(RefundDecision)
+class RefundDecisionAdmin(Unwritable, admin.ModelAdmin):
+    list_display = ("decided_at", "order", "amount", "approved", "requested_via")
+    list_filter = ("approved", "requested_via")
+    search_fields = ("order__number", "order__customer__external_id")
+    list_select_related = ("order",)
+    fields = readonly_fields = ("order", "amount", "approved", "reason", "requested_via", "conversation", "decided_at")
+
+
+@admin.register(ConversationSummary)
+class ConversationSummaryAdmin(Unwritable, admin.ModelAdmin):
+    list_display = ("customer", "conversation", "updated_at")
+    search_fields = ("customer__external_id",)
+    list_select_related = ("customer", "conversation")
+    fields = readonly_fields = ("customer", "conversation", "text", "updated_at")
+
+
+class CustomerWithErasureAdmin(CustomerAdmin):
+    # Erasing, not deleting: deletion would take the customer's row with it, the tombstone that makes their
+    # tokens refused.
+    actions = ["erase_selected"]
+
+    def has_erase_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("customers.delete_customer")
+
+    @admin.action(description="Erase selected customers' data", permissions=["erase"])
+    def erase_selected(self, request: HttpRequest, queryset: QuerySet[Customer]) -> TemplateResponse | None:
+        """Django's "delete selected" for erasure: a page of what would go, then the erasure once confirmed."""
+        if request.POST.get("post") == "yes":
+            for customer in queryset:
+                report = erase_customer(customer)
+                self.log_change(request, customer, f"Erased the customer's data, deleting {report}.")
+            self.message_user(request, f"Erased the data of {len(queryset)} customer(s).", messages.SUCCESS)
+            return None
+        previews = [(customer, erasure_preview(customer).counts()) for customer in queryset]
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Erase these customers' data?",
+            "opts": self.opts,
+            "kinds": [kind for kind, _ in previews[0][1]],
+            "previews": previews,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        }
+        return TemplateResponse(request, "admin/customers/erase_confirmation.html", context)
+
+
+admin.site.unregister(Customer)
+admin.site.register(Customer, CustomerWithErasureAdmin)

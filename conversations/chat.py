@@ -14,6 +14,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from conversations import events
+from conversations.errors import ChatError
+from conversations.intake import claim_answer
 from conversations.models import (
     Conversation,
     ConversationStatus,
@@ -25,21 +27,15 @@ from conversations.models import (
     StaffActionKind,
     Turn,
 )
-from conversations.turns import TurnResult, answer_message, claim_answer, default_services
+from conversations.recording import TurnResult
+from conversations.services import default_services
+from conversations.turns import answer_message
 from customers import tokens
 from customers.models import Customer
 from knowledge.models import Collection
 
 TOKEN_SALT = "supportbot.chat"
 MAX_STAFF_MESSAGE_CHARS = 4000
-
-
-class ChatError(Exception):
-    """The request cannot be done as asked; ``code`` is for machines, the text for people."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 # --- Binding a browser to its conversation ------------------------------------------------------

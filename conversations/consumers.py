@@ -21,19 +21,11 @@ from django.conf import settings
 from django.db import connections
 
 from conversations import chat, staff
+from conversations.errors import FrameError
 from conversations.events import STAFF_GROUP, conversation_group
+from conversations.intake import store_customer_message
 from conversations.models import Conversation
-from conversations.protocol import (
-    CustomerMessage,
-    FrameError,
-    Handoff,
-    Hello,
-    TokenBucket,
-    Typing,
-    parse_frame,
-    parse_staff_typing,
-)
-from conversations.turns import store_customer_message
+from conversations.protocol import CustomerMessage, Handoff, Hello, TokenBucket, Typing, parse_frame, parse_staff_typing
 
 logger = logging.getLogger(__name__)
 

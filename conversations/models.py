@@ -229,3 +229,43 @@ class AbstentionThreshold(models.Model):
 
     def __str__(self) -> str:
         return f"{self.collection}: {self.signal} ≥ {self.threshold:.3f}"
+
+
+class ConversationSummary(models.Model):
+    """A short summary of one past conversation, offered to later turns as background (model trust), never
+    as evidence for a claim. Built from masked text."""
+
+    customer = models.ForeignKey("customers.Customer", on_delete=models.CASCADE, related_name="summaries")
+    conversation = models.OneToOneField(Conversation, on_delete=models.CASCADE, related_name="summary")
+    text = models.TextField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["customer", "-updated_at"]
+        verbose_name_plural = "conversation summaries"
+
+    def __str__(self) -> str:
+        return f"summary of {self.conversation}"
+
+
+class RefundDecision(models.Model):
+    """What the gatekeeper decided about one refund request, and why: rules are certified, not retrieved."""
+
+    order = models.ForeignKey("customers.Order", on_delete=models.CASCADE, related_name="refund_decisions")
+    amount = models.DecimalField(max_digits=10, decimal_places=2)
+    approved = models.BooleanField()
+    reason = models.TextField()
+    requested_via = models.CharField(
+        max_length=20,
+        help_text='The provider whose tool call asked ("anthropic", "openai"; older rows: "claude"), or "intent".',
+    )
+    conversation = models.ForeignKey(
+        Conversation, null=True, blank=True, on_delete=models.SET_NULL, related_name="refunds"
+    )
+    decided_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-decided_at"]
+
+    def __str__(self) -> str:
+        return f"refund {self.amount} on #{self.order.number}: {'approved' if self.approved else 'to staff'}"

@@ -53,24 +53,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from conversations.turns import TurnError, validate_message
+from conversations.errors import FrameError, TurnError
+from conversations.intake import validate_message
 
 CLIENT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-
-class FrameError(Exception):
-    """A frame the server will not act on; ``code`` is machine-readable, the text is for people."""
-
-    def __init__(self, code: str, message: str, message_id: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message_id = message_id
-
-    def as_frame(self) -> dict[str, Any]:
-        frame = {"type": "error", "code": self.code, "message": str(self)}
-        if self.message_id:
-            frame["id"] = self.message_id
-        return frame
 
 
 @dataclass(frozen=True)

@@ -1,24 +1,22 @@
-"""Staff screens for customers: who they are, their orders, the facts in force, what the assistant decided
-about refunds, and erasing a customer's data.
+"""Staff screens for customers: who they are, their orders, the facts in force. Erasing a
+customer's data is an action the conversations app's admin adds, since it erases their conversations too.
 
-Customers and orders come from the shop (manage.py load_customers), refund decisions and summaries from the
-assistant, so they are read here, not written. A fact changed here is saved as its next version."""
+Customers and orders come from the shop (manage.py load_customers), so they are read here, not written. A
+fact changed here is saved as its next version. What the assistant decided about refunds is shown on the
+order by the conversations app's admin, which extends this one."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin, messages
-from django.contrib.admin import helpers
+from django.contrib import admin
 from django.db.models import ForeignKey, QuerySet
 from django.forms import ModelChoiceField
 from django.http import HttpRequest
-from django.template.response import TemplateResponse
 from django.utils.safestring import SafeString
 
-from customers.erasure import erase_customer, erasure_preview
 from customers.facts import newest_versions, set_fact
-from customers.models import ConversationSummary, Customer, CustomerFact, Order, OrderLine, RefundDecision
+from customers.models import Customer, CustomerFact, Order, OrderLine
 from supportbot.admin_helpers import ReadOnly, ReadOnlyInline, admin_link
 
 
@@ -65,42 +63,11 @@ class CustomerAdmin(Unwritable, admin.ModelAdmin):
     search_fields = ("external_id", "name", "email")
     fields = readonly_fields = ("external_id", "name", "email", "is_member", "created_at", "erased_at")
     inlines = [OrderInline, FactInline]
-    # Erasing, not deleting: deletion would take the customer's row with it, the tombstone that makes their
-    # tokens refused.
-    actions = ["erase_selected"]
-
-    def has_erase_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm("customers.delete_customer")
-
-    @admin.action(description="Erase selected customers' data", permissions=["erase"])
-    def erase_selected(self, request: HttpRequest, queryset: QuerySet[Customer]) -> TemplateResponse | None:
-        """Django's "delete selected" for erasure: a page of what would go, then the erasure once confirmed."""
-        if request.POST.get("post") == "yes":
-            for customer in queryset:
-                report = erase_customer(customer)
-                self.log_change(request, customer, f"Erased the customer's data, deleting {report}.")
-            self.message_user(request, f"Erased the data of {len(queryset)} customer(s).", messages.SUCCESS)
-            return None
-        previews = [(customer, erasure_preview(customer).counts()) for customer in queryset]
-        context = {
-            **self.admin_site.each_context(request),
-            "title": "Erase these customers' data?",
-            "opts": self.opts,
-            "kinds": [kind for kind, _ in previews[0][1]],
-            "previews": previews,
-            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
-        }
-        return TemplateResponse(request, "admin/customers/erase_confirmation.html", context)
 
 
 class OrderLineInline(ReadOnlyInline):
     model = OrderLine
     fields = readonly_fields = ("product", "quantity", "unit_price", "amount")
-
-
-class RefundDecisionInline(ReadOnlyInline):
-    model = RefundDecision
-    fields = readonly_fields = ("decided_at", "amount", "approved", "reason", "requested_via", "conversation")
 
 
 @admin.register(Order)
@@ -120,7 +87,7 @@ class OrderAdmin(Unwritable, admin.ModelAdmin):
         "tracking_number",
         "total",
     )
-    inlines = [OrderLineInline, RefundDecisionInline]
+    inlines = [OrderLineInline]
 
 
 @admin.register(CustomerFact)
@@ -153,20 +120,3 @@ class CustomerFactAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: CustomerFact | None = None) -> bool:
         # A fact's history is kept: a version is never deleted on its own, only with its customer's erasure.
         return False
-
-
-@admin.register(RefundDecision)
-class RefundDecisionAdmin(Unwritable, admin.ModelAdmin):
-    list_display = ("decided_at", "order", "amount", "approved", "requested_via")
-    list_filter = ("approved", "requested_via")
-    search_fields = ("order__number", "order__customer__external_id")
-    list_select_related = ("order",)
-    fields = readonly_fields = ("order", "amount", "approved", "reason", "requested_via", "conversation", "decided_at")
-
-
-@admin.register(ConversationSummary)
-class ConversationSummaryAdmin(Unwritable, admin.ModelAdmin):
-    list_display = ("customer", "conversation", "updated_at")
-    search_fields = ("customer__external_id",)
-    list_select_related = ("customer", "conversation")
-    fields = readonly_fields = ("customer", "conversation", "text", "updated_at")

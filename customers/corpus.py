@@ -1,4 +1,5 @@
-"""The per-request corpus of one verified customer: their orders and facts as verified, citable passages.
+"""The per-request corpus of one verified customer: their orders and facts as self-contained passages (the
+turn cites them as verified evidence).
 
 Built for each turn from that customer's rows alone and never indexed, so no ranking bug can put another
 customer's order in front of them: an order number that is not theirs finds nothing, whoever owns it.
@@ -10,7 +11,6 @@ import re
 from dataclasses import dataclass, field
 from datetime import date
 
-from conversations.context import Evidence, Trust
 from customers.facts import current_facts
 from customers.models import Customer, Order
 
@@ -54,31 +54,16 @@ def order_passage(order: Order) -> str:
     return " ".join(sentences)
 
 
-def _order_evidence(order: Order, today: date) -> Evidence:
-    return Evidence(
-        chunk_id=None,
-        article=f"order-{order.number}",
-        title=f"Order #{order.number}",
-        version="",
-        effective_date=today.isoformat(),
-        heading_path="Your orders",
-        text=order_passage(order),
-        score=1.0,
-        trust=Trust.VERIFIED,
-        source="order",
-    )
-
-
 @dataclass(frozen=True)
-class CustomerKnowledge:
-    evidence: list[Evidence] = field(default_factory=list)
+class OrdersAsked:
+    found: list[Order] = field(default_factory=list)
     # Numbers the customer named that are not theirs: answered with "not on your account", nothing more.
     not_found: list[str] = field(default_factory=list)
 
 
-def customer_knowledge(customer: Customer, message: str, today: date) -> CustomerKnowledge:
-    """What the turn may tell this customer about themselves: the orders the message is about (named by
-    number, or their latest when they ask about "my order"), and their facts."""
+def orders_asked_about(customer: Customer, message: str) -> OrdersAsked:
+    """The customer's orders the message is about: named by number, or their latest when they ask about
+    "my order"."""
     numbers = order_numbers(message)
     orders = Order.objects.filter(customer=customer).prefetch_related("lines")
     if numbers:
@@ -88,24 +73,10 @@ def customer_knowledge(customer: Customer, message: str, today: date) -> Custome
     else:
         found = []
     mine = {o.number for o in found}
-    evidence = [_order_evidence(o, today) for o in found]
+    return OrdersAsked(found, [n for n in numbers if n not in mine])
+
+
+def facts_passage(customer: Customer) -> str:
+    """The customer's facts in force as sentences; empty when there are none."""
     facts = current_facts(customer)
-    if facts:
-        text = " ".join(
-            f"The customer's {key.replace('_', ' ')} is {fact.value}." for key, fact in sorted(facts.items())
-        )
-        evidence.append(
-            Evidence(
-                None,
-                "customer-facts",
-                "Your account",
-                "",
-                today.isoformat(),
-                "Your account",
-                text,
-                1.0,
-                trust=Trust.VERIFIED,
-                source="facts",
-            )
-        )
-    return CustomerKnowledge(evidence, [n for n in numbers if n not in mine])
+    return " ".join(f"The customer's {key.replace('_', ' ')} is {fact.value}." for key, fact in sorted(facts.items()))

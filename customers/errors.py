@@ -20,3 +20,7 @@ def check_field(field: Field[Any, Any], value: object, *, where: str) -> None:
         field.run_validators(value)
     except ValidationError as exc:
         raise CustomerDataError(f"{where}: {' '.join(exc.messages)}") from None
+
+
+class CustomerTokenError(Exception):
+    """The token cannot be trusted; the text says why, for the customer and the host site's developer."""

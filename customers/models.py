@@ -1,6 +1,7 @@
-"""What the assistant may know about one verified customer: their orders, keyed facts and past
-conversations' summaries. None of it is ever indexed with other customers' data: each turn builds a small
-corpus from the verified customer's own rows."""
+"""What the shop knows about its verified customers: their orders and keyed facts, as loaded from its own
+systems. None of it is ever indexed with other customers' data: each turn builds a small corpus from the
+verified customer's own rows. What happens in conversations (their summaries, refund decisions) is kept by
+the conversations app, which depends on this one and never the other way round."""
 
 from decimal import Decimal
 
@@ -86,43 +87,3 @@ class CustomerFact(models.Model):
 
     def __str__(self) -> str:
         return f"{self.customer.external_id}.{self.key} v{self.version}"
-
-
-class ConversationSummary(models.Model):
-    """A short summary of one past conversation, offered to later turns as background (model trust), never
-    as evidence for a claim. Built from masked text."""
-
-    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="summaries")
-    conversation = models.OneToOneField("conversations.Conversation", on_delete=models.CASCADE, related_name="summary")
-    text = models.TextField()
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["customer", "-updated_at"]
-        verbose_name_plural = "conversation summaries"
-
-    def __str__(self) -> str:
-        return f"summary of {self.conversation}"
-
-
-class RefundDecision(models.Model):
-    """What the gatekeeper decided about one refund request, and why: rules are certified, not retrieved."""
-
-    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="refund_decisions")
-    amount = models.DecimalField(max_digits=10, decimal_places=2)
-    approved = models.BooleanField()
-    reason = models.TextField()
-    requested_via = models.CharField(
-        max_length=20,
-        help_text='The provider whose tool call asked ("anthropic", "openai"; older rows: "claude"), or "intent".',
-    )
-    conversation = models.ForeignKey(
-        "conversations.Conversation", null=True, blank=True, on_delete=models.SET_NULL, related_name="refunds"
-    )
-    decided_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-decided_at"]
-
-    def __str__(self) -> str:
-        return f"refund {self.amount} on #{self.order.number}: {'approved' if self.approved else 'to staff'}"

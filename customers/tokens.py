@@ -15,11 +15,9 @@ import hmac
 import json
 import time
 
+from customers.errors import CustomerTokenError
+
 MAX_TOKEN_CHARS = 1000
-
-
-class CustomerTokenError(Exception):
-    """The token cannot be trusted; the text says why, for the customer and the host site's developer."""
 
 
 def _b64(data: bytes) -> str:

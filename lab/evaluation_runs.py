@@ -10,7 +10,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from conversations.providers import answered_by, language_model_from_settings
-from conversations.turns import answer_model
+from conversations.services import answer_model
 from knowledge.models import Collection
 from lab.answer_evaluation import BRANCHES, CATEGORIES, AnswerEvaluation, QuestionResult, recall_at
 from lab.models import EvaluationResult, EvaluationRun

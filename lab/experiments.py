@@ -17,11 +17,12 @@ from django.utils import timezone
 
 from conversations.abstention import Row, tradeoff
 from conversations.rewrite import question_focus, rewrite_by_rule
-from conversations.turns import TurnServices, answer_model
+from conversations.services import TurnServices, answer_model
 from knowledge.embeddings import Embedder
 from knowledge.fusion import fuse
 from knowledge.fuzzy import find_typos
 from knowledge.models import Chunk, Collection
+from knowledge.rerank import CrossEncoder
 from knowledge.retrieval import (
     Hit,
     RetrievalConfig,
@@ -32,6 +33,7 @@ from knowledge.retrieval import (
     search,
 )
 from knowledge.scope import Scope
+from knowledge.stages import Stage
 from lab import metrics
 from lab.answer_evaluation import TOP_K, GoldenQuestion, is_gold, versions_then
 from lab.calibration import LabelledQuestion, calibrate
@@ -101,9 +103,9 @@ def fusion_settings(base: RetrievalConfig) -> list[tuple[str, RetrievalConfig]]:
     settings: list[tuple[str, RetrievalConfig]] = []
     for k in (10, 30, 60, 100):
         settings.append((f"rrf k={k}", replace(base, fusion="rrf", rrf_k=k)))
-    dense = [s for s in base.stages if s.startswith("dense")]
+    dense = [s for s in base.stages if s in (Stage.DENSE, Stage.DENSE_SECONDARY)]
     for alpha in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0):
-        weights = {**base.weights, "bm25": round(1 - alpha, 2), **{s: round(alpha / len(dense), 3) for s in dense}}
+        weights = {**base.weights, Stage.BM25: round(1 - alpha, 2), **{s: round(alpha / len(dense), 3) for s in dense}}
         settings.append((f"weighted α={alpha}", replace(base, fusion="weighted", weights=MappingProxyType(weights))))
     return settings + [(f"{name} + rerank", replace(config, rerank=True)) for name, config in settings]
 
@@ -150,6 +152,7 @@ def golden_stage_figures(
     *,
     config: RetrievalConfig,
     embedder: Embedder,
+    reranker: CrossEncoder,
     progress: Callable[[GoldenQuestion], None] | None = None,
 ) -> dict[str, dict[str, float]]:
     """nDCG@10, MRR@10 and recall@k of each retrieval stage alone, of their fusion and of the reranked fusion
@@ -176,10 +179,10 @@ def golden_stage_figures(
             scope, query, collection=collection, embedder=embedder, config=config, k=STAGE_DEPTH, typos=typos
         )
         fused = fuse(rankings, method=config.fusion, depth=STAGE_DEPTH, weights=config.weights, rrf_k=config.rrf_k)
-        reranked = rerank(query, fused, rankings, config, typos=typos).fused
+        reranked = rerank(query, fused, rankings, config, typos=typos, reranker=reranker).fused
         ranked = {
             **{stage: [h.chunk_id for h in hits] for stage, hits in rankings.items()},
-            "fused": [f.chunk_id for f in fused],
+            Stage.FUSED: [f.chunk_id for f in fused],
             "fused + rerank": [f.chunk_id for f in reranked],
         }
         for stage, chunk_ids in ranked.items():

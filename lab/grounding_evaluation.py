@@ -13,14 +13,11 @@ from typing import Any
 import numpy as np
 
 from conversations.grounding import Grounder
+from lab.errors import GroundingDatasetError
 
 LABELS = ("SUPPORT", "CONTRADICT", "UNRELATED")
 SUPPORT_THRESHOLDS = (-2.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
 SIMILARITY_THRESHOLDS = (0.7, 0.8, 0.85, 0.9, 0.95)
-
-
-class GroundingDatasetError(ValueError):
-    pass
 
 
 @dataclass(frozen=True)

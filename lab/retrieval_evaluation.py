@@ -15,8 +15,10 @@ from knowledge.errors import KnowledgeError
 from knowledge.fusion import fuse
 from knowledge.fuzzy import find_typos
 from knowledge.models import Chunk, Collection
-from knowledge.retrieval import STAGES, RetrievalConfig, rerank, run_stages, search
+from knowledge.rerank import CrossEncoder
+from knowledge.retrieval import RetrievalConfig, rerank, run_stages, search
 from knowledge.scope import Scope
+from knowledge.stages import SEARCH_STAGES, Stage
 from lab import metrics
 
 CUTOFFS = (1, 3, 5, 10, 20, 100)
@@ -113,6 +115,7 @@ def evaluate_retrieval(
     *,
     embedder: Embedder,
     config: RetrievalConfig,
+    reranker: CrossEncoder,
     with_rerank: bool = False,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, dict[str, float]]:
@@ -139,18 +142,18 @@ def evaluate_retrieval(
             ranked = metrics.roll_up([h.chunk_id for h in rankings[stage]], document_of)
             figures.setdefault(stage, StageFigures()).add(ranked, query.relevant, elapsed)
         fused = fuse(rankings, method=config.fusion, depth=config.depth, weights=config.weights, rrf_k=config.rrf_k)
-        figures.setdefault("fused", StageFigures()).add(
+        figures.setdefault(Stage.FUSED, StageFigures()).add(
             metrics.roll_up([f.chunk_id for f in fused], document_of), query.relevant, None
         )
         if with_rerank:
             started = time.perf_counter()
             typos = find_typos(collection.pk, query.text)
-            reranked = rerank(query.text, fused, rankings, config, typos=typos).fused
+            reranked = rerank(query.text, fused, rankings, config, typos=typos, reranker=reranker).fused
             elapsed = (time.perf_counter() - started) * 1000
             figures.setdefault("reranked", StageFigures()).add(
                 metrics.roll_up([f.chunk_id for f in reranked], document_of), query.relevant, elapsed
             )
-        figures.setdefault("final", StageFigures()).add(
+        figures.setdefault(Stage.FINAL, StageFigures()).add(
             *_searched(query, collection, embedder=embedder, config=config, document_of=document_of)
         )
         if progress:
@@ -161,7 +164,9 @@ def evaluate_retrieval(
 def _grid_entry(
     method: str, bm25: float, dense: float, fuzzy: float, secondary: float = 0
 ) -> tuple[str, RetrievalConfig]:
-    weights = {"bm25": bm25, "dense": dense, "fuzzy": fuzzy} | ({"dense_secondary": secondary} if secondary else {})
+    weights: dict[str, float] = {Stage.BM25: bm25, Stage.DENSE: dense, Stage.FUZZY: fuzzy}
+    if secondary:
+        weights[Stage.DENSE_SECONDARY] = secondary
     name = f"{method} " + " ".join(f"{stage}×{weight}" for stage, weight in weights.items())
     return name, RetrievalConfig(
         stages=tuple(weights), fusion="rrf" if method == "rrf" else "weighted", weights=MappingProxyType(weights)
@@ -200,7 +205,7 @@ def fusion_grid(
     document_of = _documents(collection)
     scope = Scope(collection.pk, "staff")
     grid = FUSION_GRID + (SECONDARY_GRID if collection.secondary_space_id else ())
-    stages = tuple(sorted({stage for _, config in grid for stage in config.stages}, key=STAGES.index))
+    stages = tuple(sorted({stage for _, config in grid for stage in config.stages}, key=SEARCH_STAGES.index))
     totals = {name: 0.0 for name, _ in grid}
     for done, query in enumerate(queries, start=1):
         rankings = run_stages(

@@ -17,7 +17,7 @@ from django.conf import settings  # noqa: E402
 from django.urls import path  # noqa: E402
 
 from conversations.consumers import ChatConsumer, StaffQueueConsumer  # noqa: E402
-from conversations.turns import warm_up  # noqa: E402
+from conversations.services import warm_up  # noqa: E402
 
 if settings.CHAT_WARM_MODELS:
     threading.Thread(target=warm_up, name="warm-models", daemon=True).start()

@@ -6,6 +6,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from knowledge.stages import SEARCH_STAGES, Stage
 from supportbot.env import env_bool, env_choice, env_float, env_int, env_str
 
 # Models come from installed packages only; never let a library reach for a model hub.
@@ -32,9 +33,10 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "channels",
+    # In the order the apps depend on each other: each imports only the ones above it.
     "knowledge",
-    "conversations",
     "customers",
+    "conversations",
     "lab",
 ]
 
@@ -144,12 +146,10 @@ SAMPLE_HELP_CENTRE = BASE_DIR / "knowledge" / "sample" / "helpcentre"
 SHARED_DATA_DIR = Path(env_str("SHARED_DATA_DIR", str(BASE_DIR.parent / "shared" / "data")))
 
 # --- Retrieval ------------------------------------------------------------------------------
-RETRIEVAL_STAGES = [
-    s.strip() for s in env_str("RETRIEVAL_STAGES", "bm25,dense,dense_secondary,fuzzy").split(",") if s.strip()
-]
-if not RETRIEVAL_STAGES or set(RETRIEVAL_STAGES) - {"bm25", "dense", "dense_secondary", "fuzzy"}:
-    raise ImproperlyConfigured("RETRIEVAL_STAGES must be a comma-separated subset of bm25,dense,dense_secondary,fuzzy.")
-if "dense_secondary" in RETRIEVAL_STAGES and not EMBEDDING_SECONDARY_MODEL:
+RETRIEVAL_STAGES = [s.strip() for s in env_str("RETRIEVAL_STAGES", ",".join(SEARCH_STAGES)).split(",") if s.strip()]
+if not RETRIEVAL_STAGES or set(RETRIEVAL_STAGES) - set(SEARCH_STAGES):
+    raise ImproperlyConfigured(f"RETRIEVAL_STAGES must be a comma-separated subset of {','.join(SEARCH_STAGES)}.")
+if Stage.DENSE_SECONDARY in RETRIEVAL_STAGES and not EMBEDDING_SECONDARY_MODEL:
     raise ImproperlyConfigured("RETRIEVAL_STAGES names dense_secondary but EMBEDDING_SECONDARY_MODEL is empty.")
 # Weighted fusion with 0.4 BM25 against the two dense models (α 0.6), and the reranker on: on the sample help
 # centre's golden set (`experiment fusion`) this lifts recall@3 from 0.817 to 0.946 and MRR from 0.743 to
@@ -157,8 +157,8 @@ if "dense_secondary" in RETRIEVAL_STAGES and not EMBEDDING_SECONDARY_MODEL:
 # --fusion-grid`). README "Retrieval quality" has the tables; RRF with BM25 costs StackFAQ 0.07.
 RETRIEVAL_FUSION = env_choice("RETRIEVAL_FUSION", "weighted", ("rrf", "weighted"))
 RETRIEVAL_WEIGHTS = {
-    name: env_float(f"RETRIEVAL_WEIGHT_{name.upper()}", default, minimum=0.0, maximum=10.0)
-    for name, default in (("bm25", 0.4), ("dense", 0.3), ("dense_secondary", 0.3), ("fuzzy", 0.1))
+    name.value: env_float(f"RETRIEVAL_WEIGHT_{name.upper()}", default, minimum=0.0, maximum=10.0)
+    for name, default in ((Stage.BM25, 0.4), (Stage.DENSE, 0.3), (Stage.DENSE_SECONDARY, 0.3), (Stage.FUZZY, 0.1))
 }
 RETRIEVAL_RRF_K = env_int("RETRIEVAL_RRF_K", 60, minimum=1, maximum=1000)
 RETRIEVAL_DEPTH = env_int("RETRIEVAL_DEPTH", 20, minimum=1, maximum=100)

@@ -4,20 +4,8 @@ entries stay attached."""
 
 import django.db.models.deletion
 from django.db import migrations, models
-from django.db.backends.base.schema import BaseDatabaseSchemaEditor
-from django.db.migrations.state import StateApps
 
-MOVED = ("evaluationrun", "evaluationresult")
-
-
-def move_content_types(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
-    content_types = apps.get_model("contenttypes", "ContentType")
-    content_types.objects.filter(app_label="conversations", model__in=MOVED).update(app_label="lab")
-
-
-def return_content_types(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
-    content_types = apps.get_model("contenttypes", "ContentType")
-    content_types.objects.filter(app_label="lab", model__in=MOVED).update(app_label="conversations")
+from supportbot.content_types import move_content_types
 
 
 class Migration(migrations.Migration):
@@ -94,5 +82,5 @@ class Migration(migrations.Migration):
                 ),
             ]
         ),
-        migrations.RunPython(move_content_types, return_content_types),
+        move_content_types(["evaluationrun", "evaluationresult"], "conversations", "lab"),
     ]

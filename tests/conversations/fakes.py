@@ -25,7 +25,7 @@ from conversations.claude import ClaudeClient
 from conversations.grounding import Grounder
 from conversations.openai_compatible import OpenAICompatibleClient
 from conversations.pii import mask_pii
-from conversations.turns import TurnServices
+from conversations.services import TurnServices
 from knowledge.rerank import default_reranker
 
 MODEL = "claude-sonnet-5-5"

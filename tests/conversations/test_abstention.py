@@ -7,7 +7,6 @@ import pytest
 
 from conversations.abstention import (
     SIGNALS,
-    AbstentionModelError,
     AnswerModel,
     HitSignals,
     coverage,
@@ -17,6 +16,7 @@ from conversations.abstention import (
     signals_of,
     unknown_codes,
 )
+from conversations.errors import AbstentionModelError
 
 
 def test_signals_read_every_stage_and_agreement():

@@ -5,16 +5,8 @@ import uuid
 
 import pytest
 
-from conversations.protocol import (
-    CustomerMessage,
-    FrameError,
-    Handoff,
-    Hello,
-    TokenBucket,
-    Typing,
-    parse_frame,
-    parse_staff_typing,
-)
+from conversations.errors import FrameError
+from conversations.protocol import CustomerMessage, Handoff, Hello, TokenBucket, Typing, parse_frame, parse_staff_typing
 
 LIMIT = 2048
 

@@ -10,9 +10,10 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from conversations.errors import TurnError
 from conversations.generation import ABSTAIN_REPLY, REFER_REPLY
 from conversations.models import Claim, Conversation, ConversationStatus, Message, Referral, Turn
-from conversations.turns import TurnError, answer_turn
+from conversations.turns import answer_turn
 from knowledge.models import Collection
 from tests.conversations.fakes import FakeModelAPI, claude_says, error_response, services, text_stream
 from tests.knowledge.helpers import sync_folder

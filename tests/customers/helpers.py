@@ -10,14 +10,16 @@ from django.contrib.auth.models import User
 from conversations.models import (
     Claim,
     Conversation,
+    ConversationSummary,
     Message,
     Referral,
+    RefundDecision,
     Role,
     StaffAction,
     StaffActionKind,
     Turn,
 )
-from customers.models import ConversationSummary, Customer, RefundDecision
+from customers.models import Customer
 from knowledge.models import Collection, EmbeddingSpace
 
 SAMPLE_CUSTOMERS = Path(settings.BASE_DIR) / "customers" / "sample" / "customers.json"

@@ -11,15 +11,16 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from conversations.chat import ChatError, verified_customer
+from conversations.chat import verified_customer
+from conversations.erasure import erase_customer
+from conversations.errors import ChatError
 from conversations.generation import ORDER_NOT_FOUND_REPLY, SIGN_IN_REPLY
-from conversations.models import Conversation, Referral, Turn
+from conversations.models import Conversation, ConversationSummary, Referral, RefundDecision, Turn
+from conversations.refunds import certify_refund, refund_request_in
 from conversations.turns import answer_turn
 from customers import tokens
-from customers.erasure import erase_customer
 from customers.facts import set_fact
-from customers.gatekeeper import certify_refund, refund_request_in
-from customers.models import ConversationSummary, Customer, Order, OrderLine, RefundDecision
+from customers.models import Customer, Order, OrderLine
 from knowledge.embeddings import secondary_embedder
 from knowledge.ingest import get_or_create_collection
 from knowledge.models import Collection

@@ -2,9 +2,18 @@ import pytest
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.auth.models import User
 
-from conversations.models import Claim, Conversation, Message, Referral, StaffAction, Turn
-from customers.erasure import ErasureReport, erase_customer, erasure_preview
-from customers.models import ConversationSummary, Customer, CustomerFact, Order, OrderLine, RefundDecision
+from conversations.erasure import ErasureReport, erase_customer, erasure_preview
+from conversations.models import (
+    Claim,
+    Conversation,
+    ConversationSummary,
+    Message,
+    Referral,
+    RefundDecision,
+    StaffAction,
+    Turn,
+)
+from customers.models import Customer, CustomerFact, Order, OrderLine
 from tests.customers.helpers import give_history, make_collection
 
 pytestmark = pytest.mark.django_db

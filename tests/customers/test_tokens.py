@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from customers.tokens import CustomerTokenError, sign, verify
+from customers.errors import CustomerTokenError
+from customers.tokens import sign, verify
 
 SECRET = "s" * 40
 NOW = 1_800_000_000

@@ -1,8 +1,9 @@
 import pytest
 
+from knowledge.errors import RerankerUnavailable
 from knowledge.fusion import Fused
 from knowledge.models import Chunk, Collection
-from knowledge.rerank import CrossEncoder, RerankerUnavailable, default_reranker, read_passages, resolve_reranker_dir
+from knowledge.rerank import CrossEncoder, default_reranker, read_passages, resolve_reranker_dir
 from knowledge.retrieval import RetrievalConfig, search, shortlist_size
 from knowledge.sparse import StageHit
 

@@ -5,9 +5,9 @@ from django.db import connection, transaction
 
 from knowledge.dense import dense_search, vector_literal
 from knowledge.embeddings import embed_query
+from knowledge.errors import QueryError
 from knowledge.fuzzy import find_typos, fuzzy_search
 from knowledge.models import Chunk, Collection, GlossaryEntry, Posting, TermStatistic
-from knowledge.query import QueryError
 from knowledge.retrieval import RetrievalConfig, search
 from knowledge.scope import Scope
 from knowledge.sparse import BM25Parameters, CorpusStatistics, bm25_score, bm25_search

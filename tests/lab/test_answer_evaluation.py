@@ -6,14 +6,8 @@ from typing import Any
 
 import pytest
 
-from lab.answer_evaluation import (
-    GoldChunk,
-    GoldenSetError,
-    QuestionResult,
-    _branch,
-    read_golden_set,
-    summarise,
-)
+from lab.answer_evaluation import GoldChunk, QuestionResult, _branch, read_golden_set, summarise
+from lab.errors import GoldenSetError
 
 
 def write(tmp_path: Path, *rows: object) -> Path:

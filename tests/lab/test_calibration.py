@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from conversations.abstention import best_row, most_answered_within, roc_auc, tradeoff
-from lab.calibration import CalibrationError, read_calibration_set
+from lab.calibration import read_calibration_set
+from lab.errors import CalibrationError
 
 
 def test_calibration_maths():

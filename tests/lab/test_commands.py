@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 
 from conversations.abstention import default_model, read_model
 from conversations.models import AbstentionThreshold, Conversation
-from conversations.turns import PROBABILITY, answer_model
+from conversations.services import PROBABILITY, answer_model
 
 pytestmark = pytest.mark.django_db
 

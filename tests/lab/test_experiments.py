@@ -7,6 +7,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from knowledge.rerank import default_reranker
 from knowledge.retrieval import default_config
 from lab.answer_evaluation import GoldChunk, read_golden_set
 from lab.experiments import fusion_settings, golden_stage_figures
@@ -28,7 +29,9 @@ def test_fusion_settings_cover_rrf_and_every_alpha_with_and_without_the_reranker
 def test_stage_figures_credit_only_questions_whose_answer_a_stage_ranks(helpcentre, embedder, tmp_path):
     card, mars = read_golden_set(write_golden(tmp_path))
     nowhere = replace(card, id="nowhere", gold=(GoldChunk("refunds", "Refunds › No such section"),))
-    figures = golden_stage_figures([card, mars, nowhere], helpcentre, config=default_config(), embedder=embedder)
+    figures = golden_stage_figures(
+        [card, mars, nowhere], helpcentre, config=default_config(), embedder=embedder, reranker=default_reranker()
+    )
 
     assert set(figures) == {"bm25", "dense", "dense_secondary", "fuzzy", "fused", "fused + rerank"}
     # Two answerable questions (the unanswerable one is not counted); only the real section can be found.

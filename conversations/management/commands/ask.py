@@ -4,8 +4,9 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from conversations.errors import TurnError
 from conversations.models import Conversation
-from conversations.turns import TurnError, answer_turn
+from conversations.turns import answer_turn
 from customers.models import Customer
 from knowledge.models import Collection
 from knowledge.scope import VISIBLE_AUDIENCES

@@ -11,10 +11,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.test.utils import override_settings
 
 from conversations.models import Conversation
-from conversations.turns import warm_up
+from conversations.services import warm_up
 from knowledge.models import Collection
 from lab import metrics
-from lab.calibration import SAMPLE_SET, CalibrationError, read_calibration_set
+from lab.calibration import SAMPLE_SET, read_calibration_set
+from lab.errors import CalibrationError
 
 REPLY_TIMEOUT_S = 120
 

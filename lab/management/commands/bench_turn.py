@@ -5,10 +5,12 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from conversations.models import Conversation
-from conversations.turns import answer_turn, default_services
+from conversations.services import default_services
+from conversations.turns import answer_turn
 from knowledge.models import Collection
 from lab import metrics
-from lab.calibration import SAMPLE_SET, CalibrationError, read_calibration_set
+from lab.calibration import SAMPLE_SET, read_calibration_set
+from lab.errors import CalibrationError
 
 TARGET_P50_MS = 200
 

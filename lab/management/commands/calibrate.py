@@ -11,7 +11,6 @@ from tqdm import tqdm
 from conversations.abstention import (
     DEFAULT_MODEL,
     SIGNALS,
-    AbstentionModelError,
     fit,
     most_answered_within,
     rates_at,
@@ -19,17 +18,12 @@ from conversations.abstention import (
     roc_auc,
     tradeoff,
 )
+from conversations.errors import AbstentionModelError
 from conversations.models import AbstentionThreshold
-from conversations.turns import PROBABILITY, answer_model, default_services
+from conversations.services import PROBABILITY, answer_model, default_services
 from knowledge.models import Collection
-from lab.calibration import (
-    SAMPLE_SETS,
-    CalibrationError,
-    LabelledQuestion,
-    calibrate,
-    labelled_set,
-    pairs_of,
-)
+from lab.calibration import SAMPLE_SETS, LabelledQuestion, calibrate, labelled_set, pairs_of
+from lab.errors import CalibrationError
 
 Signals = list[tuple[dict[str, float], bool]]
 

@@ -7,21 +7,17 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from conversations.turns import default_services
+from conversations.services import default_services
 from knowledge.embeddings import default_embedder, secondary_embedder
 from knowledge.errors import KnowledgeError
 from knowledge.ingest import configured_chunking, ingest
 from knowledge.models import Collection
-from knowledge.retrieval import STAGES, RetrievalConfig, default_config
+from knowledge.rerank import default_reranker
+from knowledge.retrieval import RetrievalConfig, default_config
 from knowledge.sources import read_beir_corpus
-from lab.answer_evaluation import (
-    GOLDEN_SET,
-    GoldenQuestion,
-    GoldenSetError,
-    QuestionResult,
-    evaluate_answers,
-    read_golden_set,
-)
+from knowledge.stages import SEARCH_STAGES
+from lab.answer_evaluation import GOLDEN_SET, GoldenQuestion, QuestionResult, evaluate_answers, read_golden_set
+from lab.errors import GoldenSetError, GroundingDatasetError
 from lab.evaluation_runs import (
     answers_report,
     close_run,
@@ -31,7 +27,7 @@ from lab.evaluation_runs import (
     stages_report,
 )
 from lab.experiments import golden_stage_figures
-from lab.grounding_evaluation import GroundingDatasetError, evaluate_grounding, read_evidence_pairs
+from lab.grounding_evaluation import evaluate_grounding, read_evidence_pairs
 from lab.models import EvaluationKind
 from lab.report import write_report
 from lab.retrieval_evaluation import evaluate_retrieval, fusion_grid, read_queries
@@ -41,8 +37,8 @@ def _weights(pairs: list[str]) -> dict[str, float]:
     weights = {}
     for pair in pairs:
         name, _, value = pair.partition("=")
-        if name not in STAGES:
-            raise CommandError(f"--weight {pair!r}: the stage must be one of {', '.join(STAGES)}.")
+        if name not in SEARCH_STAGES:
+            raise CommandError(f"--weight {pair!r}: the stage must be one of {', '.join(SEARCH_STAGES)}.")
         try:
             weights[name] = float(value)
         except ValueError:
@@ -206,6 +202,7 @@ class Command(BaseCommand):
                 collection,
                 config=default_config(),
                 embedder=default_services().embedder,
+                reranker=default_services().reranker,
                 progress=lambda question: bar.update(1),
             )
         finally:
@@ -260,6 +257,7 @@ class Command(BaseCommand):
                 queries,
                 embedder=embedder,
                 config=config,
+                reranker=default_reranker(),
                 with_rerank=options["with_rerank"],
                 progress=lambda done, total: bar.update(1),
             )

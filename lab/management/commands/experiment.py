@@ -8,13 +8,14 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from conversations.abstention import Row, roc_auc
-from conversations.turns import answer_model, default_services
+from conversations.services import answer_model, default_services
 from knowledge.embeddings import default_embedder, secondary_embedder
 from knowledge.models import Collection
 from knowledge.retrieval import default_config
-from lab.answer_evaluation import GOLDEN_SET, GoldenQuestion, GoldenSetError, read_golden_set
-from lab.calibration import SAMPLE_SET, CalibrationError, LabelledQuestion, labelled_set
+from lab.answer_evaluation import GOLDEN_SET, GoldenQuestion, read_golden_set
+from lab.calibration import SAMPLE_SET, LabelledQuestion, labelled_set
 from lab.chunking_experiment import VARIANTS, run_chunking_experiment
+from lab.errors import CalibrationError, GoldenSetError
 from lab.evaluation_runs import close_run, open_run
 from lab.experiments import as_labelled, fusion_experiment, threshold_experiment
 from lab.report import Section, bar_chart, tradeoff_chart, write_report

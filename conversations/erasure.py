@@ -1,4 +1,5 @@
-"""Erasing what is kept about a customer, on their request (the right to erasure)."""
+"""Erasing what is kept about a customer, on their request (the right to erasure): the shop's data about them
+and what their conversations left, so it lives in the app that depends on both."""
 
 from dataclasses import dataclass, fields
 
@@ -8,8 +9,17 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from conversations.models import Claim, Conversation, Message, Referral, StaffAction, Turn
-from customers.models import ConversationSummary, Customer, CustomerFact, Order, OrderLine, RefundDecision
+from conversations.models import (
+    Claim,
+    Conversation,
+    ConversationSummary,
+    Message,
+    Referral,
+    RefundDecision,
+    StaffAction,
+    Turn,
+)
+from customers.models import Customer, CustomerFact, Order, OrderLine
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ masked queries, so no raw personal data is copied into it; erasure deletes it wi
 
 from __future__ import annotations
 
-from conversations.models import Conversation
-from customers.models import ConversationSummary, Customer
+from conversations.models import Conversation, ConversationSummary
+from customers.models import Customer
 
 SUMMARISED_TURNS = 5
 BACKGROUND_SUMMARIES = 3

@@ -15,9 +15,9 @@ from decimal import Decimal, InvalidOperation
 from django.conf import settings
 from django.db import transaction
 
-from conversations.models import Conversation
+from conversations.models import Conversation, RefundDecision
 from customers.corpus import order_numbers
-from customers.models import Customer, Order, OrderStatus, RefundDecision
+from customers.models import Customer, Order, OrderStatus
 
 # A request, not a question about refunds: "I want a refund for order 1042", "please refund $30 on #2077".
 REFUND_REQUEST = re.compile(

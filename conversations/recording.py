@@ -1,0 +1,175 @@
+"""Writing a turn down: what the pipeline produced becomes the reply message, the Turn with every step, its
+claims, and a referral when it refers; and the result the caller shows."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from django.db import transaction
+
+from conversations.context import Context
+from conversations.generation import (
+    ABSTAIN_REPLY,
+)
+from conversations.grounding import ClaimVerdict
+from conversations.memory import remember
+from conversations.models import (
+    Claim,
+    Conversation,
+    ConversationStatus,
+    Decision,
+    Message,
+    Referral,
+    Role,
+    Turn,
+)
+from knowledge.help import help_url
+from knowledge.retrieval import Hit
+from supportbot.stopwatch import Stopwatch
+
+
+@dataclass(frozen=True)
+class Citation:
+    number: int
+    article: str
+    title: str
+    heading_path: str
+    version: str
+    url: str  # the help page section; empty for the customer's own records (an order has no public page)
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    turn_id: int
+    reply: str
+    decision: str
+    citations: list[Citation]
+    claims: list[ClaimVerdict]
+    latency_ms: dict[str, float]
+    evidence_score: float | None
+    generator: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "turn": self.turn_id,
+            "reply": self.reply,
+            "decision": self.decision,
+            "citations": [c.as_json() for c in self.citations],
+            "claims": [
+                {"text": c.text, "verdict": "supported" if c.supported else "unsupported", "tier": c.tier.value}
+                for c in self.claims
+            ],
+            "evidence_score": self.evidence_score,
+            "generator": self.generator,
+            "latency_ms": {name: round(ms, 1) for name, ms in self.latency_ms.items()},
+        }
+
+
+def candidates_record(hits: list[Hit]) -> list[dict[str, Any]]:
+    return [
+        {
+            "chunk": h.chunk.pk,
+            "article": h.chunk.version.article.slug,
+            "version": h.chunk.version.version_label,
+            "heading_path": h.heading_path,
+            "rank": h.rank,
+            "score": round(h.score, 4),
+            "stages": {name: {"rank": s.rank, "score": round(s.score, 4)} for name, s in h.stages.items()},
+        }
+        for h in hits
+    ]
+
+
+@dataclass
+class TurnOutcome:
+    """What the pipeline produced, before it is written down."""
+
+    query: str = ""
+    hits: list[Hit] = field(default_factory=list)
+    context: Context | None = None
+    evidence_score: float | None = None
+    signals: dict[str, float] = field(default_factory=dict)
+    reading: list[dict[str, object]] = field(default_factory=list)
+    generator: str = ""
+    draft: str = ""
+    verdicts: list[ClaimVerdict] = field(default_factory=list)
+    decision: str = Decision.ABSTAINED
+    reply: str = ABSTAIN_REPLY
+    referral_reason: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def _citations(outcome: TurnOutcome) -> list[Citation]:
+    if outcome.decision != Decision.ANSWERED or outcome.context is None:
+        return []
+    numbers = sorted({n for v in outcome.verdicts for n in v.citations})
+    found = [(n, outcome.context.passage(n)) for n in numbers]
+    return [
+        Citation(
+            n,
+            p.article,
+            p.title,
+            p.heading_path,
+            p.version,
+            help_url(p.article, p.heading_path) if p.source == "article" else "",
+        )
+        for n, p in found
+        if p is not None
+    ]
+
+
+@transaction.atomic
+def record_turn(conversation: Conversation, message: Message, outcome: TurnOutcome, watch: Stopwatch) -> TurnResult:
+    reply = Message.objects.create(conversation=conversation, role=Role.ASSISTANT, text=outcome.reply)
+    citations = _citations(outcome)
+    turn = Turn.objects.create(
+        conversation=conversation,
+        customer_message=message,
+        reply_message=reply,
+        rewritten_query=outcome.query,
+        candidates=candidates_record(outcome.hits),
+        context=outcome.context.as_records() if outcome.context else [],
+        generator=outcome.generator,
+        draft=outcome.draft,
+        reply=outcome.reply,
+        decision=outcome.decision,
+        citations=[c.as_json() for c in citations],
+        evidence_score=outcome.evidence_score,
+        signals=outcome.signals,
+        reading=outcome.reading,
+        latency_ms={name: round(ms, 1) for name, ms in watch.laps_ms.items()},
+        notes=outcome.notes,
+    )
+    Claim.objects.bulk_create(
+        Claim(
+            turn=turn,
+            ordinal=i,
+            text=v.text,
+            citations=list(v.citations),
+            verdict="supported" if v.supported else "unsupported",
+            tier=v.tier.value,
+            score=v.score,
+            reason=v.reason,
+        )
+        for i, v in enumerate(outcome.verdicts)
+    )
+    remember(conversation)
+    if outcome.decision == Decision.REFERRED:
+        Referral.objects.create(turn=turn, conversation=conversation, reason=outcome.referral_reason)
+        if conversation.status == ConversationStatus.OPEN:
+            conversation.status = ConversationStatus.REFERRED
+    conversation.save(update_fields=["status", "updated_at"])
+    return TurnResult(
+        turn.pk,
+        outcome.reply,
+        outcome.decision,
+        citations,
+        outcome.verdicts,
+        dict(watch.laps_ms),
+        outcome.evidence_score,
+        outcome.generator,
+    )

@@ -105,7 +105,7 @@ class ClaudeClient:
 
     @classmethod
     def from_settings(cls) -> ClaudeClient:
-        return cls(**limits_from_settings(), base_url=settings.LLM_BASE_URL or None)  # type: ignore[arg-type]
+        return cls(**limits_from_settings(), base_url=settings.LLM_BASE_URL or None)
 
     def stream_reply(
         self,

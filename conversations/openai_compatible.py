@@ -86,7 +86,7 @@ class OpenAICompatibleClient:
 
     @classmethod
     def from_settings(cls) -> OpenAICompatibleClient:
-        return cls(base_url=settings.LLM_BASE_URL, **limits_from_settings())  # type: ignore[arg-type]
+        return cls(base_url=settings.LLM_BASE_URL, **limits_from_settings())
 
     def stream_reply(
         self,

@@ -18,7 +18,7 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import Protocol, TypedDict, TypeVar
 
 logger = logging.getLogger(__name__)
 
@@ -195,18 +195,27 @@ class StreamedText:
         self.shown = False
 
 
-def limits_from_settings() -> dict[str, object]:
+class Limits(TypedDict):
+    model: str
+    api_key: str
+    timeout_s: float
+    max_retries: int
+    backoff_s: float
+    max_tokens: int
+
+
+def limits_from_settings() -> Limits:
     """The LLM_* settings every provider's client takes."""
     from django.conf import settings
 
-    return {
-        "model": settings.LLM_MODEL,
-        "api_key": settings.LLM_API_KEY,
-        "timeout_s": settings.LLM_TIMEOUT_S,
-        "max_retries": settings.LLM_MAX_RETRIES,
-        "backoff_s": settings.LLM_BACKOFF_S,
-        "max_tokens": settings.LLM_MAX_TOKENS,
-    }
+    return Limits(
+        model=settings.LLM_MODEL,
+        api_key=settings.LLM_API_KEY,
+        timeout_s=settings.LLM_TIMEOUT_S,
+        max_retries=settings.LLM_MAX_RETRIES,
+        backoff_s=settings.LLM_BACKOFF_S,
+        max_tokens=settings.LLM_MAX_TOKENS,
+    )
 
 
 @dataclass(frozen=True)
@@ -275,6 +284,13 @@ class Retries:
         raise unavailable(
             f"{self.name} did not answer after {self.max_retries + 1} attempts; last error: {last_reason}"
         ) from last_error
+
+
+def configured_generator() -> str:
+    """What answered_by will record for the configured provider, without building its client."""
+    from django.conf import settings
+
+    return "extractive" if settings.LLM_PROVIDER == "none" else f"{settings.LLM_PROVIDER}:{settings.LLM_MODEL}"
 
 
 def language_model_from_settings() -> LanguageModel | None:

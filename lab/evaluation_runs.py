@@ -9,7 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from conversations.providers import answered_by, language_model_from_settings
+from conversations.providers import configured_generator
 from conversations.services import answer_model
 from knowledge.models import Collection
 from lab.answer_evaluation import BRANCHES, CATEGORIES, AnswerEvaluation, QuestionResult, recall_at
@@ -22,7 +22,7 @@ RECALL_DEPTHS = range(1, 7)
 def snapshot_settings(collection: Collection) -> dict[str, Any]:
     """The settings a result depends on: two runs with the same snapshot measure the same system."""
     return {
-        "generator": answered_by(language_model_from_settings()),
+        "generator": configured_generator(),
         "retrieval_stages": list(settings.RETRIEVAL_STAGES),
         "fusion": settings.RETRIEVAL_FUSION,
         "weights": dict(settings.RETRIEVAL_WEIGHTS),

@@ -2,7 +2,7 @@ import httpx2
 import pytest
 
 from conversations.claude import ClaudeClient, ClaudeUnavailable, MalformedReply
-from conversations.providers import language_model_from_settings
+from conversations.providers import answered_by, configured_generator, language_model_from_settings
 from tests.conversations.fakes import (
     MODEL,
     FakeModelAPI,
@@ -314,6 +314,7 @@ def test_without_a_provider_there_is_no_model(settings):
     settings.LLM_PROVIDER = "none"
 
     assert language_model_from_settings() is None
+    assert configured_generator() == answered_by(None) == "extractive"
 
 
 def test_from_settings_reads_every_setting(settings):
@@ -330,3 +331,5 @@ def test_from_settings_reads_every_setting(settings):
     assert isinstance(client, ClaudeClient)
     assert (client.api_key, client.model, client.timeout_s) == (API_KEY, "claude-haiku-4-5", 12.0)
     assert (client.max_retries, client.backoff_s, client.max_tokens) == (5, 2.0, 512)
+    # What evaluation runs record, read without building a client: what the turn will record.
+    assert configured_generator() == answered_by(client) == "anthropic:claude-haiku-4-5"

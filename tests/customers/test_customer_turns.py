@@ -14,7 +14,7 @@ from django.utils import timezone
 from conversations.chat import verified_customer
 from conversations.erasure import erase_customer
 from conversations.errors import ChatError
-from conversations.generation import ORDER_NOT_FOUND_REPLY, SIGN_IN_REPLY
+from conversations.generation import ORDER_NOT_FOUND_REPLY, REFUND_REFERRED_REPLY, SIGN_IN_REPLY
 from conversations.models import Conversation, ConversationSummary, Referral, RefundDecision, Turn
 from conversations.refunds import certify_refund, refund_request_in
 from conversations.turns import answer_turn
@@ -24,7 +24,7 @@ from customers.models import Customer, Order, OrderLine
 from knowledge.embeddings import secondary_embedder
 from knowledge.ingest import get_or_create_collection
 from knowledge.models import Collection
-from tests.conversations.fakes import FakeModelAPI, message_response, services, text_stream
+from tests.conversations.fakes import FakeModelAPI, message_response, openai_tool_call, services, text_stream
 
 pytestmark = pytest.mark.django_db
 
@@ -258,3 +258,23 @@ def test_after_erasure_the_next_turn_knows_nothing_of_the_customer(bare_collecti
         assert trace not in stored
     assert not ConversationSummary.objects.filter(customer=alex).exists()
     assert not Conversation.objects.filter(customer=alex).exists()
+
+
+@pytest.mark.parametrize("named", ["2077", "9999"])  # another customer's order; an order nobody has
+def test_an_openai_compatible_tool_call_naming_an_order_not_theirs_refunds_nothing(
+    bare_collection, alex, priya, embedder, named
+):
+    # The message names no order, so only the model's tool call does: the gatekeeper looks among Alex's own.
+    api = FakeModelAPI([openai_tool_call("request_refund", f'{{"order_number": "{named}", "amount": 20}}')])
+    result = answer_turn(
+        chat(bare_collection, alex),
+        "The lamp arrived broken, I would like my money back please.",
+        services=services(embedder, api=api, provider="openai"),
+    )
+    assert result.decision == "referred" and result.generator == "gatekeeper"
+    # The same words whether the order is someone else's or nobody's: the reply tells Alex nothing of Priya.
+    assert result.reply == REFUND_REFERRED_REPLY.format(
+        number=named, reason="the order is not on this customer's account"
+    )
+    assert "not on this customer's account" in Referral.objects.get(turn_id=result.turn_id).reason
+    assert not RefundDecision.objects.exists()  # nothing is recorded against Priya's order, or any

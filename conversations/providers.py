@@ -121,9 +121,13 @@ class LanguageModel(Protocol):
         ...
 
 
+def _generator(provider: str | None, model: str) -> str:
+    return "extractive" if provider is None else f"{provider}:{model}"
+
+
 def answered_by(model: LanguageModel | None) -> str:
     """What a turn records as its generator for a model: "anthropic:claude-sonnet-5-5"."""
-    return "extractive" if model is None else f"{model.provider}:{model.model}"
+    return _generator(None, "") if model is None else _generator(model.provider, model.model)
 
 
 def check_roles(messages: list[dict[str, str]]) -> None:
@@ -290,7 +294,7 @@ def configured_generator() -> str:
     """What answered_by will record for the configured provider, without building its client."""
     from django.conf import settings
 
-    return "extractive" if settings.LLM_PROVIDER == "none" else f"{settings.LLM_PROVIDER}:{settings.LLM_MODEL}"
+    return _generator(None if settings.LLM_PROVIDER == "none" else settings.LLM_PROVIDER, settings.LLM_MODEL)
 
 
 def language_model_from_settings() -> LanguageModel | None:

@@ -328,7 +328,15 @@
     var host = el("div", { id: HOST_ID });
     host.style.cssText = "all: initial; position: static;";
     var root = host.attachShadow({ mode: "open" });
-    root.appendChild(el("style", { text: CSS }));
+    // A constructed stylesheet is not subject to the host page's CSP; a <style> element would need
+    // style-src 'unsafe-inline' there. Older browsers (before Safari 16.4, Firefox 101) get the element.
+    if ("adoptedStyleSheets" in root && typeof CSSStyleSheet === "function" && CSSStyleSheet.prototype.replaceSync) {
+      var sheet = new CSSStyleSheet();
+      sheet.replaceSync(CSS);
+      root.adoptedStyleSheets = [sheet];
+    } else {
+      root.appendChild(el("style", { text: CSS }));
+    }
 
     var launcher = el("button", {
       type: "button", className: "launcher", "data-role": "launcher", "aria-expanded": "false",

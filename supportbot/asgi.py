@@ -18,6 +18,7 @@ from django.urls import path  # noqa: E402
 
 from conversations.consumers import ChatConsumer, StaffQueueConsumer  # noqa: E402
 from conversations.services import warm_up  # noqa: E402
+from supportbot.rate_limits import ConnectionRateLimit  # noqa: E402
 
 if settings.CHAT_WARM_MODELS:
     threading.Thread(target=warm_up, name="warm-models", daemon=True).start()
@@ -27,8 +28,12 @@ websocket_routes = [
     path("ws/staff/", StaffQueueConsumer.as_asgi()),
 ]
 
+# One address opens at most RATE_LIMIT_CONNECTIONS_PER_IP sockets a window, counted across processes.
 # A page on a host not in DJANGO_ALLOWED_HOSTS cannot open either socket (a site embedding the widget
 # must be listed); sessions identify staff, the signed chat token identifies a customer's conversation.
 application = ProtocolTypeRouter(
-    {"http": http, "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_routes)))}
+    {
+        "http": http,
+        "websocket": ConnectionRateLimit(AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_routes)))),
+    }
 )

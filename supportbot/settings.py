@@ -15,13 +15,52 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-DEBUG = env_bool("DJANGO_DEBUG", True)
+# SUPPORTBOT_ENV=production is the switch for a real deployment: debugging off, a real secret key and the
+# host names required, and the secure defaults below on (HTTPS only, secure cookies, HSTS). `manage.py check
+# --deploy` is clean with it (README, "Deployment").
+PRODUCTION = env_choice("SUPPORTBOT_ENV", "development", ("development", "production")) == "production"
+DEBUG = env_bool("DJANGO_DEBUG", not PRODUCTION)
+if PRODUCTION and DEBUG:
+    raise ImproperlyConfigured(
+        "DJANGO_DEBUG is refused with SUPPORTBOT_ENV=production: debug pages show settings and source code."
+    )
 SECRET_KEY = env_str("DJANGO_SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off.")
     SECRET_KEY = "insecure-local-development-key-set-DJANGO_SECRET_KEY-in-production"
-ALLOWED_HOSTS = [h.strip() for h in env_str("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h.strip()]
+if PRODUCTION and (len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5):
+    raise ImproperlyConfigured(
+        "DJANGO_SECRET_KEY must be at least 50 random characters in production "
+        "(python -c 'import secrets; print(secrets.token_urlsafe(50))' makes one)."
+    )
+_default_hosts = "" if PRODUCTION else "127.0.0.1,localhost"
+ALLOWED_HOSTS = [h.strip() for h in env_str("DJANGO_ALLOWED_HOSTS", _default_hosts).split(",") if h.strip()]
+if PRODUCTION and (not ALLOWED_HOSTS or "*" in ALLOWED_HOSTS):
+    raise ImproperlyConfigured(
+        "DJANGO_ALLOWED_HOSTS must name this server's host names in production (comma-separated, no '*'): "
+        "they also decide which sites may open the chat's websocket."
+    )
+
+# HTTPS and cookies. Behind a proxy that terminates TLS, DJANGO_BEHIND_TLS_PROXY=1 trusts its
+# X-Forwarded-Proto header: the proxy must set it and overwrite any a client sent.
+if env_bool("DJANGO_BEHIND_TLS_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", PRODUCTION)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", PRODUCTION)
+# The queue's script reads the CSRF token from its page, never from the cookie.
+SESSION_COOKIE_HTTPONLY = CSRF_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = CSRF_COOKIE_SAMESITE = "Lax"
+# A year, for this host and its subdomains, preloadable: a browser that once saw the header never tries
+# plain HTTP again. Start lower (DJANGO_HSTS_SECONDS=3600) while trying TLS out; it cannot be taken back.
+SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 365 * 24 * 3600 if PRODUCTION else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", PRODUCTION)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", PRODUCTION)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+# No page is meant to be framed: the widget is a script on the host's page, not a frame (CSP
+# frame-ancestors says the same to browsers that read it, supportbot/security.py).
+X_FRAME_OPTIONS = "DENY"
 
 INSTALLED_APPS = [
     "daphne",
@@ -42,6 +81,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "supportbot.security.ContentSecurityPolicyMiddleware",
+    # Before anything else costs work: a refused post touches only the cache.
+    "supportbot.rate_limits.WriteRateLimitMiddleware",
     # The widget, the queue's script and the pages' styles are served by the app itself: a self-hosted
     # install is one process, with no web server in front required.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -284,3 +326,26 @@ DEMO_CUSTOMERS = env_bool("DEMO_CUSTOMERS", DEBUG)
 # Refunds the gatekeeper approves on its own: up to this amount, on a delivered order, within this window.
 REFUND_AUTO_APPROVE_LIMIT = env_float("REFUND_AUTO_APPROVE_LIMIT", 50.0, minimum=0.0, maximum=100_000.0)
 REFUND_WINDOW_DAYS = env_int("REFUND_WINDOW_DAYS", 30, minimum=0, maximum=3650)
+
+# --- Rate limits --------------------------------------------------------------------------------
+# Counted in the cache, so with REDIS_URL every server process shares the counts; without it each
+# process counts alone (fine for the single process of a self-hosted install).
+CACHES: dict[str, dict[str, object]] = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        if REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
+# Per client address, per window of RATE_LIMIT_WINDOW_S: new websockets (chat and staff queue), and
+# posts (sign-ins, staff replies, admin edits). An office or a mobile carrier puts many customers behind
+# one address, hence generous counts; behind a proxy, run daphne with --proxy-headers so the address is
+# the customer's, not the proxy's.
+RATE_LIMIT_WINDOW_S = env_int("RATE_LIMIT_WINDOW_S", 60, minimum=1, maximum=86_400)
+RATE_LIMIT_CONNECTIONS_PER_IP = env_int("RATE_LIMIT_CONNECTIONS_PER_IP", 120, minimum=1)
+RATE_LIMIT_WRITES_PER_IP = env_int("RATE_LIMIT_WRITES_PER_IP", 120, minimum=1)
+# Failed sign-ins (staff queue and admin) before further attempts wait out LOGIN_LOCKOUT_S, counted per
+# username and per address.
+LOGIN_FAILURES_PER_USERNAME = env_int("LOGIN_FAILURES_PER_USERNAME", 5, minimum=1, maximum=1000)
+LOGIN_FAILURES_PER_IP = env_int("LOGIN_FAILURES_PER_IP", 20, minimum=1, maximum=10_000)
+LOGIN_LOCKOUT_S = env_int("LOGIN_LOCKOUT_S", 900, minimum=1, maximum=86_400)

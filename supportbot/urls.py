@@ -2,6 +2,10 @@ from django.contrib import admin
 from django.urls import include, path
 
 from supportbot import views
+from supportbot.login import AdminThrottledAuthenticationForm
+
+# The admin signs in through the same throttle as the staff queue.
+admin.site.login_form = AdminThrottledAuthenticationForm
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -1,4 +1,5 @@
 import shutil
+import uuid
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,14 @@ def helpcentre(sample_dir, embedder, db) -> Collection:
     """The sample help centre, indexed into a fresh test database."""
     sync_folder(sample_dir, embedder)
     return Collection.objects.get(name="helpcentre")
+
+
+@pytest.fixture(autouse=True)
+def own_cache(settings) -> None:
+    """Rate-limit counts live in the cache: each test starts with an empty one of its own, not the Redis
+    that REDIS_URL may name, shared with other runs (tests of sharing through Redis set their own)."""
+    location = f"test-{uuid.uuid4().hex}"
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": location}}
 
 
 @pytest.fixture(scope="session", autouse=True)

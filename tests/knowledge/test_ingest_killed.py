@@ -162,9 +162,8 @@ def test_an_ingest_killed_mid_article_leaves_the_previous_version_serving(folder
             table_lock.rollback()
         # The server side of the killed connection rolls back and goes once the lock is free.
         deadline = time.monotonic() + 30
-        while watcher.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", [APP_NAME]
-        ).fetchone()[0]:
+        sessions = "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
+        while watcher.execute(sessions, [APP_NAME]).fetchall() != [(0,)]:
             assert time.monotonic() < deadline, "the killed ingest's database session did not end"
             time.sleep(0.05)
     assert ingest.returncode == -signal.SIGKILL

@@ -80,6 +80,7 @@ class ClaudeClient:
     max_retries: int = 3
     backoff_s: float = 1.0
     max_tokens: int = 1024
+    cooldown_s: float = 0.0  # after a call fails every attempt, skip the API this long (providers.Retries)
     # The SDK is built on httpx2 and rejects an `httpx.Client`; tests hand in an httpx2.MockTransport client.
     http_client: httpx2.Client | None = field(default=None, repr=False)
     base_url: str | None = None  # a proxy in front of the API; None for Anthropic's own
@@ -89,7 +90,7 @@ class ClaudeClient:
     _retries: Retries = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self._retries = Retries("Claude", self.max_retries, self.backoff_s, self.sleep)
+        self._retries = Retries("Claude", self.max_retries, self.backoff_s, self.sleep, self.cooldown_s)
         self._sdk = anthropic.Anthropic(
             api_key=self.api_key,
             base_url=self.base_url,

@@ -69,6 +69,7 @@ class OpenAICompatibleClient:
     max_retries: int = 2
     backoff_s: float = 1.0
     max_tokens: int = 512
+    cooldown_s: float = 0.0  # after a call fails every attempt, skip the server this long (providers.Retries)
     http_client: httpx2.Client | None = field(default=None, repr=False)  # tests hand in a MockTransport client
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
     provider: str = field(default="openai", init=False)
@@ -78,7 +79,9 @@ class OpenAICompatibleClient:
     def __post_init__(self) -> None:
         self.base_url = self.base_url.rstrip("/")
         self._http = self.http_client or httpx2.Client()
-        self._retries = Retries(f"The model server at {self.base_url}", self.max_retries, self.backoff_s, self.sleep)
+        self._retries = Retries(
+            f"The model server at {self.base_url}", self.max_retries, self.backoff_s, self.sleep, self.cooldown_s
+        )
 
     @property
     def attempts(self) -> int:

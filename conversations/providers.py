@@ -206,6 +206,7 @@ class Limits(TypedDict):
     max_retries: int
     backoff_s: float
     max_tokens: int
+    cooldown_s: float
 
 
 def limits_from_settings() -> Limits:
@@ -219,6 +220,7 @@ def limits_from_settings() -> Limits:
         max_retries=settings.LLM_MAX_RETRIES,
         backoff_s=settings.LLM_BACKOFF_S,
         max_tokens=settings.LLM_MAX_TOKENS,
+        cooldown_s=settings.LLM_COOLDOWN_S,
     )
 
 
@@ -235,13 +237,21 @@ class Failure:
 @dataclass
 class Retries:
     """One provider's retry loop: exponential backoff capped at MAX_WAIT_S, `retry-after` honoured, and
-    the attempts counted so tests can see a retry happen."""
+    the attempts counted so tests can see a retry happen.
+
+    A call that failed every attempt opens a breaker for `cooldown_s`: calls meanwhile fail at once, so
+    during an outage each turn answers from the offline reader straight away instead of waiting out the
+    timeouts and backoffs again (with Claude's defaults, 4 × 30 s and 7 s of backoff per call). The first
+    call after the cooldown tries the provider again."""
 
     name: str  # "Claude", "The OpenAI-compatible server at http://…"
     max_retries: int = 3
     backoff_s: float = 1.0
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+    cooldown_s: float = 0.0
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False)
     attempts: int = 0
+    failed_at: float | None = None  # when the last call failed every attempt; None once one succeeds
 
     def run(
         self,
@@ -254,12 +264,19 @@ class Retries:
     ) -> T:
         """`attempt`'s result; an exception in `failures` is the API's or the network's doing and is
         retried when `explain` says so. Anything else is a bug and propagates as is."""
+        if self.failed_at is not None and (since := self.clock() - self.failed_at) < self.cooldown_s:
+            raise unavailable(
+                f"{self.name} was skipped: it failed every attempt {since:.0f} s ago "
+                f"(tried again {self.cooldown_s - since:.0f} s from now)."
+            )
         last_error: BaseException | None = None
         last_reason = ""
         for retry in range(self.max_retries + 1):
             self.attempts += 1
             try:
-                return attempt()
+                result = attempt()
+                self.failed_at = None
+                return result
             except failures as err:
                 failure = explain(err)
                 if not failure.retryable:
@@ -285,6 +302,7 @@ class Retries:
             if before_retry is not None:
                 before_retry()
             self.sleep(delay)
+        self.failed_at = self.clock()
         raise unavailable(
             f"{self.name} did not answer after {self.max_retries + 1} attempts; last error: {last_reason}"
         ) from last_error

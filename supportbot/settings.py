@@ -246,6 +246,9 @@ LLM_TIMEOUT_S = env_float("LLM_TIMEOUT_S", _LLM_DEFAULTS[2], minimum=1.0, maximu
 LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", _LLM_DEFAULTS[3], minimum=0, maximum=10)
 LLM_BACKOFF_S = env_float("LLM_BACKOFF_S", _LLM_DEFAULTS[4], minimum=0.0, maximum=60.0)
 LLM_MAX_TOKENS = env_int("LLM_MAX_TOKENS", _LLM_DEFAULTS[5], minimum=16, maximum=8192)
+# After a call has failed every attempt, the provider is skipped this long: turns answer from the offline
+# reader at once instead of each waiting out LLM_TIMEOUT_S × attempts again (0: never skip).
+LLM_COOLDOWN_S = env_float("LLM_COOLDOWN_S", 60.0, minimum=0.0, maximum=3600.0)
 if LLM_PROVIDER == "anthropic" and not LLM_API_KEY:
     raise ImproperlyConfigured("LLM_PROVIDER=anthropic needs an API key: set LLM_API_KEY (or ANTHROPIC_API_KEY).")
 if LLM_PROVIDER != "none" and not LLM_MODEL:

@@ -86,7 +86,7 @@ def serve(provider: DownProvider) -> ThreadingHTTPServer:
                 self.wfile.write(body.encode())
             else:
                 # Say nothing until the client gives up and closes (the socket turns readable at EOF).
-                select.select([self.connection], [], [], 60)
+                select.select([self.connection], [], [], 600)
             request.ended = time.monotonic()
 
         def log_message(self, format: str, *args: object) -> None:

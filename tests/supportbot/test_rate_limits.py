@@ -64,6 +64,7 @@ async def assert_refused(socket: WebsocketCommunicator, connected: bool) -> None
 
 
 @pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)  # the consumer closes stale database connections
 async def test_an_address_opens_only_so_many_chats_per_window(settings):
     settings.RATE_LIMIT_CONNECTIONS_PER_IP = 3
     opened = [await connect_from("203.0.113.7") for _ in range(3)]
@@ -82,6 +83,7 @@ async def test_an_address_opens_only_so_many_chats_per_window(settings):
 
 
 @pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)  # the consumer closes stale database connections
 async def test_the_window_opens_again_when_it_ends(settings):
     settings.RATE_LIMIT_CONNECTIONS_PER_IP, settings.RATE_LIMIT_WINDOW_S = 1, 1
     first, connected = await connect_from("203.0.113.8")
@@ -97,6 +99,7 @@ async def test_the_window_opens_again_when_it_ends(settings):
 
 
 @pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)  # the consumer closes stale database connections
 async def test_with_redis_the_count_is_shared_by_every_process(settings, redis_url):
     """Another process (a second server) opens the address's connections; this one then refuses it."""
     settings.CACHES = redis_cache(redis_url)

@@ -6,7 +6,7 @@ export SUPPORTBOT_PGPORT ?= 54329
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: setup db stop run test test-llm lint bench
+.PHONY: setup db stop run worker test test-llm lint bench
 
 setup:
 	@scripts/setup.sh
@@ -25,6 +25,12 @@ run: db
 	$(PY) manage.py calibrate --collection helpcentre --if-missing
 	$(PY) manage.py ensure_staff --base-url http://$(HOST):$(PORT)
 	$(PY) manage.py runserver $(HOST):$(PORT)
+
+# Chat turns in Celery worker processes (needs REDIS_URL; run `make run` with the same REDIS_URL and
+# CHAT_TURN_RUNNER=celery, its default once REDIS_URL is set). WORKERS processes, one turn each at a time.
+WORKERS ?= 1
+worker: setup
+	$(PY) -m celery -A supportbot worker -Q turns -c $(WORKERS) -l info
 
 test: setup
 	@scripts/test.sh $(PYTEST_ARGS)

@@ -47,15 +47,19 @@ def issue_token(conversation: Conversation) -> str:
     return signing.dumps({"conversation": str(conversation.public_id)}, salt=TOKEN_SALT, compress=True)
 
 
-def conversation_for_token(token: str) -> Conversation | None:
+def _token_conversation(token: str) -> str | None:
+    """The conversation id a token names, None when it is not ours or has expired."""
     try:
         data = signing.loads(token, salt=TOKEN_SALT, max_age=settings.CHAT_SESSION_MAX_AGE_S)
     except signing.BadSignature:
         return None
-    return Conversation.objects.select_related("collection").filter(public_id=data.get("conversation")).first()
+    public_id = data.get("conversation") if isinstance(data, dict) else None
+    return public_id if isinstance(public_id, str) else None
 
 
-def start_conversation(customer: Customer | None = None) -> Conversation:
+def new_conversation(customer: Customer | None = None) -> Conversation:
+    """A conversation for a visitor who has said hello, not yet stored: it is saved with its first message,
+    so a page that opens the chat and never asks anything (or a storm of connections) stores nothing."""
     collection = Collection.objects.filter(name=settings.CHAT_COLLECTION).first()
     if collection is None:
         raise ChatError(
@@ -64,7 +68,14 @@ def start_conversation(customer: Customer | None = None) -> Conversation:
         )
     # Anonymous visitors are the public; a verified customer sees member articles when they are a member.
     audience = "member" if customer is not None and customer.is_member else "public"
-    return Conversation.objects.create(collection=collection, audience=audience, customer=customer)
+    return Conversation(collection=collection, audience=audience, customer=customer)
+
+
+def stored(conversation: Conversation) -> Conversation:
+    """The conversation, saved if it was not yet (its first message is about to be stored)."""
+    if conversation.pk is None:
+        conversation.save()
+    return conversation
 
 
 def verified_customer(customer_token: str) -> Customer:
@@ -82,8 +93,10 @@ def verified_customer(customer_token: str) -> Customer:
 
 
 def resume_or_start(token: str | None, customer_token: str | None = None) -> tuple[Conversation, list[ChatError]]:
-    """The conversation to continue, and what was refused on the way. A conversation resumes only for the
-    same person: a signed-in customer's with their valid customer token, a guest's without one."""
+    """The conversation to continue (or a new, unsaved one), and what was refused on the way. A conversation
+    resumes only for the same person: a signed-in customer's with their valid customer token, a guest's
+    without one. A token whose conversation was never stored (no message was sent) starts a new one quietly:
+    there is nothing to resume, and reusing its id could join two visitors' first messages."""
     refused: list[ChatError] = []
     customer = None
     if customer_token:
@@ -91,16 +104,18 @@ def resume_or_start(token: str | None, customer_token: str | None = None) -> tup
             customer = verified_customer(customer_token)
         except ChatError as exc:
             refused.append(exc)
-    if token:
-        conversation = conversation_for_token(token)
-        if (
-            conversation is not None
-            and conversation.status != ConversationStatus.CLOSED
-            and conversation.customer_id == (customer.pk if customer else None)
+    public_id = _token_conversation(token) if token else None
+    if public_id is not None:
+        conversation = Conversation.objects.select_related("collection").filter(public_id=public_id).first()
+        if conversation is None:
+            return new_conversation(customer), refused
+        if conversation.status != ConversationStatus.CLOSED and conversation.customer_id == (
+            customer.pk if customer else None
         ):
             return conversation, refused
+    if token:
         refused.append(ChatError("session_expired", "That chat could not be resumed; a new one has started."))
-    return start_conversation(customer), refused
+    return new_conversation(customer), refused
 
 
 # --- Frames ---------------------------------------------------------------------------------
@@ -133,6 +148,8 @@ def reply_frame(turn: Turn) -> dict[str, Any]:
 
 def history_frames(conversation: Conversation, after: int) -> list[dict[str, Any]]:
     """Every message after ``after`` (a seq the client has shown), as the frames that first carried them."""
+    if conversation.pk is None:
+        return []
     messages = conversation.messages.filter(pk__gt=after).select_related("author", "answered_turn__customer_message")
     frames = []
     for message in messages.order_by("pk"):
@@ -154,7 +171,7 @@ def welcome_frame(conversation: Conversation, after: int) -> dict[str, Any]:
 
 def unanswered(conversation: Conversation) -> list[Message]:
     """Customer messages stored but never answered (the server stopped mid-turn): answered on resume."""
-    if conversation.status == ConversationStatus.HUMAN:
+    if conversation.pk is None or conversation.status == ConversationStatus.HUMAN:
         return []
     return list(conversation.messages.filter(role=Role.CUSTOMER, turn__isnull=True).order_by("pk"))
 
@@ -205,7 +222,7 @@ def turn_services() -> Any:
 @transaction.atomic
 def request_handoff(conversation: Conversation) -> Referral:
     """The customer asked for a person: their latest turn goes to the staff queue."""
-    turn = conversation.turns.order_by("-pk").first()
+    turn = conversation.turns.order_by("-pk").first() if conversation.pk is not None else None
     if turn is None:
         raise ChatError("nothing_to_hand_off", "Ask your question first; a person will see it with the conversation.")
     referral, created = Referral.objects.get_or_create(

@@ -1,8 +1,8 @@
 """The websockets: a customer's chat (``/ws/chat/``) and the staff hand-off queue (``/ws/staff/``).
 
-The only async code in the project. Everything that touches the database or the models runs off the event
-loop: short queries in Channels' database thread, turns in a pool of worker threads of their own (a turn
-is CPU-bound for ~0.2 s and must not hold up other connections' acknowledgements).
+The only async code in the project. Everything that touches the database runs off the event loop in
+Channels' database thread; turns run where conversations/turn_queue.py sends them (Celery worker processes,
+or threads of this process without Redis), so this process only validates, stores, acknowledges and relays.
 """
 
 from __future__ import annotations
@@ -10,57 +10,55 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from concurrent.futures import ThreadPoolExecutor
-from functools import cache
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
-from django.db import connections
 
 from conversations import chat, staff
-from conversations.errors import FrameError
+from conversations.errors import FrameError, QueueUnavailable
 from conversations.events import STAFF_GROUP, conversation_group
 from conversations.intake import store_customer_message
-from conversations.models import Conversation
+from conversations.models import Conversation, Message
 from conversations.protocol import CustomerMessage, Handoff, Hello, TokenBucket, Typing, parse_frame, parse_staff_typing
+from conversations.turn_queue import runner
 
 logger = logging.getLogger(__name__)
 
+BUSY = (
+    "The assistant is busy with other customers right now. Your message is kept and will be answered "
+    "as soon as there is room; you can leave this page open or come back later."
+)
 
-@cache
-def turn_executor() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=settings.CHAT_TURN_WORKERS, thread_name_prefix="turn")
 
-
-def _answer(message_id: int) -> None:
-    try:
-        chat.answer_in_worker(message_id)
-    finally:
-        # Worker threads are few and long-lived; a connection left open in one outlives its usefulness and
-        # holds the database (tests cannot drop theirs). Reconnecting costs milliseconds against a turn.
-        connections.close_all()
+def _store(conversation: Conversation, text: str, client_id: str) -> tuple[Message, bool]:
+    return store_customer_message(chat.stored(conversation), text, client_id)
 
 
 class ChatConsumer(AsyncWebsocketConsumer):
+    # Set by hello; not stored until its first message (a bare hello leaves nothing behind).
     conversation: Conversation | None = None
 
     async def connect(self) -> None:
         self.messages = TokenBucket(settings.CHAT_MESSAGE_BURST, settings.CHAT_MESSAGES_PER_S)
         self.frames = TokenBucket(settings.CHAT_FRAME_BURST, settings.CHAT_FRAMES_PER_S)
-        # One turn at a time per connection, so replies arrive in the order the questions were asked.
-        self.turn_lock = asyncio.Lock()
-        self.turns: set[asyncio.Task[None]] = set()
+        # Turns this connection handed to threads of this process (the "threads" runner only).
+        self.local_turns: set[asyncio.Future[None]] = set()
+        # While the queue is full: the task that offers the conversation to it again.
+        self.retry: asyncio.Task[None] | None = None
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
         if self.conversation is not None:
             await self.channel_layer.group_discard(conversation_group(self.conversation.public_id), self.channel_name)
+        if self.retry is not None:
+            # The messages stay stored and unanswered; the next hello queues them.
+            self.retry.cancel()
         # A turn already started finishes and is stored; the customer sees it when they reconnect.
-        if self.turns:
-            await asyncio.gather(*self.turns, return_exceptions=True)
+        if self.local_turns:
+            await asyncio.gather(*self.local_turns, return_exceptions=True)
 
     async def send_json(self, frame: dict[str, Any]) -> None:
         await self.send(text_data=json.dumps(frame, ensure_ascii=False))
@@ -77,9 +75,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
             elif isinstance(frame, CustomerMessage):
                 await self.customer_message(frame)
             elif isinstance(frame, Typing):
-                await self.channel_layer.group_send(
-                    STAFF_GROUP, {"type": "queue.typing", "conversation": str(self.conversation.public_id)}
-                )
+                if self.conversation.pk is not None:  # staff cannot see a conversation that has no message yet
+                    await self.channel_layer.group_send(
+                        STAFF_GROUP, {"type": "queue.typing", "conversation": str(self.conversation.public_id)}
+                    )
             elif isinstance(frame, Handoff):
                 await database_sync_to_async(chat.request_handoff)(self.conversation)
         except (FrameError, chat.ChatError) as exc:
@@ -96,8 +95,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
         for error in refused:
             await self.send_json({"type": "error", "code": error.code, "message": str(error)})
         await self.send_json(await database_sync_to_async(chat.welcome_frame)(conversation, hello.after))
-        for message in await database_sync_to_async(chat.unanswered)(conversation):
-            self.schedule(message.pk)
+        if await database_sync_to_async(chat.unanswered)(conversation):
+            await self.queue_turn(None)
 
     async def customer_message(self, frame: CustomerMessage) -> None:
         assert self.conversation is not None
@@ -105,29 +104,53 @@ class ChatConsumer(AsyncWebsocketConsumer):
             raise FrameError(
                 "rate_limited", f"You are sending messages too fast; wait {self.messages.wait_s():.0f} s.", frame.id
             )
-        message, created = await database_sync_to_async(store_customer_message)(self.conversation, frame.text, frame.id)
+        message, created = await database_sync_to_async(_store)(self.conversation, frame.text, frame.id)
         await self.send_json({"type": "ack", "id": frame.id, "seq": message.pk})
         stored_reply = await database_sync_to_async(chat.receive_customer_message)(message, created)
         if stored_reply is not None:
             await self.send_json(stored_reply)
         else:
-            self.schedule(message.pk)
+            await self.queue_turn(frame.id)
 
-    def schedule(self, message_id: int) -> None:
-        task = asyncio.get_running_loop().create_task(self.answer(message_id))
-        self.turns.add(task)
-        task.add_done_callback(self.turns.discard)
+    async def queue_turn(self, client_id: str | None) -> None:
+        """Hand the conversation's waiting messages to a worker, telling the customer their place when others
+        are ahead; when the queue is full (or unreachable), say so and try again while they wait."""
+        if self.retry is not None and not self.retry.done():
+            return  # the retry already hands over every waiting message of the conversation
+        if not await self.try_queue(client_id):
+            await self.send_json({"type": "busy", "id": client_id, "message": BUSY})
+            self.retry = asyncio.get_running_loop().create_task(self.queue_when_free(client_id))
 
-    async def answer(self, message_id: int) -> None:
-        async with self.turn_lock:
-            try:
-                await sync_to_async(_answer, thread_sensitive=False, executor=turn_executor())(message_id)
-            except Exception:
-                # answer_message refers every failure; this is a failure to even load or record the turn.
-                logger.exception("answering message %s failed", message_id)
+    async def queue_when_free(self, client_id: str | None) -> None:
+        while not await self.try_queue(client_id):
+            await asyncio.sleep(settings.CHAT_BUSY_RETRY_S)
+
+    async def try_queue(self, client_id: str | None) -> bool:
+        assert self.conversation is not None
+        turns = runner()
+        try:
+            ahead = await sync_to_async(turns.waiting, thread_sensitive=False)()
+            if ahead >= settings.CHAT_TURN_QUEUE_LIMIT:
+                return False
+            if ahead:
                 await self.send_json(
-                    {"type": "error", "code": "server_error", "message": "Something went wrong; please try again."}
+                    {
+                        "type": "queued",
+                        "id": client_id,
+                        "position": ahead + 1,
+                        "message": f"The assistant is answering other customers; you are number {ahead + 1} in line.",
+                    }
                 )
+            submitted = await sync_to_async(turns.submit, thread_sensitive=False)(self.conversation)
+        except QueueUnavailable as exc:
+            # The message is stored; the retry hands it over when Redis is back.
+            logger.warning("%s Conversation %s waits.", exc, self.conversation.public_id)
+            return False
+        if submitted is not None:
+            local = asyncio.wrap_future(submitted)
+            self.local_turns.add(local)
+            local.add_done_callback(self.local_turns.discard)
+        return True
 
     async def chat_frame(self, event: dict[str, Any]) -> None:
         await self.send_json(event["frame"])

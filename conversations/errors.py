@@ -34,3 +34,7 @@ class ChatError(Exception):
 
 class AbstentionModelError(ValueError):
     pass
+
+
+class QueueUnavailable(Exception):
+    """The turn queue (Redis, for the Celery runner) cannot be reached; the message stays stored."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from conversations.errors import TurnError
@@ -42,13 +42,15 @@ def store_customer_message(conversation: Conversation, text: object, client_id: 
     return Message.objects.create(conversation=conversation, role=Role.CUSTOMER, text=cleaned), True
 
 
-def claim_answer(message: Message) -> bool:
-    """Take the job of answering this message; False when it is answered, or being answered elsewhere.
-    A claim older than CHAT_STALE_TURN_S (a worker that died) may be taken again."""
+def claimable(messages: QuerySet[Message]) -> QuerySet[Message]:
+    """Customer messages nobody is answering: never claimed, or claimed longer than CHAT_STALE_TURN_S ago
+    without an answer (the worker died)."""
     stale = timezone.now() - timedelta(seconds=settings.CHAT_STALE_TURN_S)
-    claimed = (
-        Message.objects.filter(pk=message.pk, role=Role.CUSTOMER, turn__isnull=True)
-        .filter(Q(answer_started_at__isnull=True) | Q(answer_started_at__lt=stale))
-        .update(answer_started_at=timezone.now())
+    return messages.filter(role=Role.CUSTOMER, turn__isnull=True).filter(
+        Q(answer_started_at__isnull=True) | Q(answer_started_at__lt=stale)
     )
-    return claimed == 1
+
+
+def claim_answer(message: Message) -> bool:
+    """Take the job of answering this message; False when it is answered, or being answered elsewhere."""
+    return claimable(Message.objects.filter(pk=message.pk)).update(answer_started_at=timezone.now()) == 1

@@ -19,7 +19,14 @@ client → server
 server → client
   {"type": "welcome", "conversation": uuid, "token": str, "status": str, "signed_in": bool,
    "messages": [message…]}
+      A new chat is stored with its first message: until then its token resumes nothing (a hello with it
+      starts another new chat, without an error).
   {"type": "ack", "id": str, "seq": int}                 the message is stored
+  {"type": "queued", "id": str|null, "position": int, "message": str}
+      the assistant is answering others first; this conversation is number ``position`` in line
+  {"type": "busy", "id": str|null, "message": str}
+      the line is full (CHAT_TURN_QUEUE_LIMIT) or the queue unreachable: the message is kept and goes in
+      line as soon as there is room (or at the next hello, if the connection closes first)
   {"type": "token", "id": str, "text": str}              part of the reply to message ``id``, as generated
   {"type": "reset", "id": str}                           drop the streamed text; generation restarted
   {"type": "reply", "id": str, "seq": int, "text": str, "decision": "answered"|"abstained"|"referred",

@@ -555,13 +555,18 @@
       case "typing": return onTyping(frame);
       case "status": return onStatus(str(frame.status));
       case "error": return onError(frame);
+      // The assistant is answering others first ("queued", with a place in line) or the line is full
+      // ("busy": the message is kept and goes in as soon as there is room).
+      case "queued":
+      case "busy": return notice(str(frame.message));
       default: return undefined; // unknown frame types are ignored
     }
   }
 
   function onWelcome(frame) {
     var conversation = str(frame.conversation) || null;
-    if (state.conversation && conversation && conversation !== state.conversation) {
+    // A chat whose first message never reached the server was never stored, and a new id for it is no news.
+    if (state.conversation && conversation && conversation !== state.conversation && state.seq > 0) {
       // The old chat could not be resumed (expired token): start the log afresh; unsent messages stay.
       clearHistory();
       state.seq = 0;

@@ -20,7 +20,8 @@ from conversations.consumers import ChatConsumer, StaffQueueConsumer  # noqa: E4
 from conversations.services import warm_up  # noqa: E402
 from supportbot.rate_limits import ConnectionRateLimit  # noqa: E402
 
-if settings.CHAT_WARM_MODELS:
+# With the Celery runner the models load in the workers; this process never runs a turn.
+if settings.CHAT_WARM_MODELS and settings.CHAT_TURN_RUNNER == "threads":
     threading.Thread(target=warm_up, name="warm-models", daemon=True).start()
 
 websocket_routes = [

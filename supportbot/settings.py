@@ -124,7 +124,9 @@ if not _database_url.startswith(("postgres://", "postgresql://")):
     raise ImproperlyConfigured(
         f"DATABASE_URL must be a postgres:// URL (supportbot needs PostgreSQL with pgvector), got {_database_url!r}."
     )
-DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
+# A kept connection is checked before it is reused, so a restarted Postgres costs the next query a reconnect
+# rather than an error (the websocket server and the workers keep connections for a minute).
+DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60, conn_health_checks=True)}
 DATABASES["default"]["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME", "test_supportbot")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -268,6 +270,7 @@ PII_ENTITIES = [
     ).split(",")
     if e.strip()
 ]
+# NATIONAL_ID: US SSN, UK National Insurance, Spanish DNI/NIE, Italian codice fiscale, Indian PAN.
 _KNOWN_PII = {"PERSON", "EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "LOCATION", "IBAN_CODE", "IP_ADDRESS", "URL"}
 if set(PII_ENTITIES) - _KNOWN_PII:
     raise ImproperlyConfigured(
@@ -305,16 +308,51 @@ CHAT_FRAMES_PER_S = env_float("CHAT_FRAMES_PER_S", 5.0, minimum=0.1, maximum=100
 CHAT_SESSION_MAX_AGE_S = env_int("CHAT_SESSION_MAX_AGE_S", 7 * 24 * 3600, minimum=60)
 # Load the models when the server starts rather than on the first customer's question.
 CHAT_WARM_MODELS = env_bool("CHAT_WARM_MODELS", True)
-# Turns run in this many worker threads per server process (the models are CPU-bound).
+# With the "threads" runner (one process, no Redis), turns run in this many threads of the server process.
 CHAT_TURN_WORKERS = env_int("CHAT_TURN_WORKERS", 2, minimum=1, maximum=64)
+# At most this many turns wait for a worker; a message beyond that is kept and the customer told the
+# assistant is busy (the server offers it to the queue again every CHAT_BUSY_RETRY_S while they wait).
+CHAT_TURN_QUEUE_LIMIT = env_int("CHAT_TURN_QUEUE_LIMIT", 500, minimum=1, maximum=1_000_000)
+CHAT_BUSY_RETRY_S = env_float("CHAT_BUSY_RETRY_S", 2.0, minimum=0.1, maximum=60.0)
 # A customer message whose answer started this long ago without finishing is answered again on resume.
 CHAT_STALE_TURN_S = env_int("CHAT_STALE_TURN_S", 300, minimum=10)
 # Redis lets several server processes share conversations; without it the channel layer is in-memory.
 REDIS_URL = env_str("REDIS_URL", "").strip()
 if REDIS_URL and not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
     raise ImproperlyConfigured(f"REDIS_URL must be a redis://, rediss:// or unix:// URL, got {REDIS_URL!r}.")
+# A chat socket waits for its next event in 5-second blocking reads of Redis; redis-py 8 also gives up on
+# any read after 5 s by default, and the loser of that race is the socket (an idle chat was closed after
+# ~5 s). Reads may therefore take this long; a Redis that is really gone is still noticed within it.
+REDIS_SOCKET_TIMEOUT_S = 15
 if REDIS_URL:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}}
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": REDIS_SOCKET_TIMEOUT_S}]},
+        }
+    }
+# Where turns run. "celery": worker processes (`celery -A supportbot worker -Q turns`) fed through Redis, so
+# the server process only validates, stores, acknowledges and relays; the default wherever Redis is set.
+# "threads": in the server's own process, for one process without Redis (acknowledgements then wait
+# behind the models' CPU under load).
+CHAT_TURN_RUNNER = env_choice("CHAT_TURN_RUNNER", "celery" if REDIS_URL else "threads", ("celery", "threads"))
+if CHAT_TURN_RUNNER == "celery" and not REDIS_URL:
+    raise ImproperlyConfigured("CHAT_TURN_RUNNER=celery needs REDIS_URL (the workers' queue is in Redis).")
+CELERY_BROKER_URL = REDIS_URL
+CELERY_TASK_IGNORE_RESULT = True
+# A task is acknowledged when it ends, and a worker takes one at a time: a worker that dies mid-turn gives
+# its turn back instead of losing it, and waiting turns stay in Redis where the queue's length is visible.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_ROUTES = {"conversations.tasks.*": {"queue": "turns"}}
+# A turn given back by a dead worker is offered again after this long (Redis has no acknowledgement
+# timeout of its own); the claim on the message (CHAT_STALE_TURN_S) keeps it from being answered twice.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CHAT_STALE_TURN_S + 60}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Handing a turn over gives up within about a second when Redis is gone (the server then says so and retries).
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 LOGIN_URL = "staff-login"
 LOGIN_REDIRECT_URL = "staff-queue"
 

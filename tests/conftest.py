@@ -41,6 +41,13 @@ def own_cache(settings) -> None:
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": location}}
 
 
+@pytest.fixture(autouse=True)
+def turns_in_threads(settings) -> None:
+    """Turns run in this process's threads, where tests can fake a provider's HTTP; tests of the Celery
+    workers (tests/conversations/test_turn_workers.py) set the runner themselves."""
+    settings.CHAT_TURN_RUNNER = "threads"
+
+
 @pytest.fixture(scope="session", autouse=True)
 def close_async_database_connections(django_db_setup, django_db_blocker):
     """Async tests leave a connection open in asgiref's database thread; the test database cannot be

@@ -57,7 +57,7 @@ def live_url(django_db_setup, django_db_blocker) -> Iterator[str]:
     from daphne.server import Server
     from twisted.internet import reactor
 
-    from conversations.consumers import turn_executor
+    from conversations.turn_queue import thread_runner
     from supportbot.asgi import application
 
     port = free_port()
@@ -72,7 +72,7 @@ def live_url(django_db_setup, django_db_blocker) -> Iterator[str]:
     yield f"http://127.0.0.1:{port}"
     reactor.callFromThread(reactor.stop)  # type: ignore[misc]
     thread.join(timeout=30)
-    turn_executor().shutdown(wait=True)  # turns still running (a flood's) finish before the database goes
+    thread_runner().shutdown()  # turns still running (a flood's) finish before the database goes
     with django_db_blocker.unblock():
         _disconnect_others()
 

@@ -4,10 +4,10 @@ a real Redis."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,10 +29,8 @@ from conversations.models import (
 )
 from customers import tokens
 from customers.models import Customer
-from knowledge.models import Collection
 from supportbot.asgi import application
 from tests.conversations.fakes import claude_says, services
-from tests.knowledge.helpers import sync_folder
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -47,25 +45,14 @@ def channel_layer(request, settings) -> str:
         url = os.environ.get("REDIS_URL")
         if not url:
             pytest.skip("REDIS_URL is not set (.ci/run starts a Redis and sets it)")
-        config = {"hosts": [url], "prefix": f"test-{uuid.uuid4().hex[:8]}"}
+        config = {
+            "hosts": [{"address": url, "socket_timeout": settings.REDIS_SOCKET_TIMEOUT_S}],
+            "prefix": f"test-{uuid.uuid4().hex[:8]}",
+        }
         settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": config}}
     else:
         settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     return request.param
-
-
-@pytest.fixture
-def small_helpcentre(tmp_path: Path, embedder) -> Collection:
-    """One short article: turns are quick, and a question about anything else is not covered."""
-    folder = tmp_path / "articles"
-    folder.mkdir()
-    (folder / "opening-hours.md").write_text(
-        "---\nid: opening-hours\ntitle: Opening hours\nversion: '1'\neffective_date: 2026-01-01\n"
-        "audience: public\n---\n\n# Opening hours\n\n## Phone support\n\n"
-        "Our phone line is open from 9am to 5pm, Monday to Friday. We are closed on public holidays.\n"
-    )
-    sync_folder(folder, embedder, collection=django_settings.CHAT_COLLECTION)
-    return Collection.objects.get(name=django_settings.CHAT_COLLECTION)
 
 
 async def open_chat(headers: list[tuple[bytes, bytes]] | None = None) -> WebsocketCommunicator:
@@ -339,6 +326,7 @@ async def test_a_signed_customer_token_makes_the_conversation_theirs(small_helpc
     await socket.send_json_to({"type": "hello", "token": None, "after": 0, "customer_token": valid})
     welcome = await next_frame(socket, "welcome")
     assert welcome["signed_in"] is True
+    await ask(socket, "When is the phone line open?", "q1")
     conversation = await Conversation.objects.aget(public_id=welcome["conversation"])
     assert conversation.customer_id == alex.pk and conversation.audience == "member"
     await socket.disconnect()
@@ -374,5 +362,17 @@ async def test_a_bad_customer_token_is_refused_and_the_chat_stays_anonymous(
     assert error["code"] == "customer_token_refused" and why in error["message"] and "guest" in error["message"]
     welcome = await next_frame(socket, "welcome")
     assert welcome["signed_in"] is False
+    await ask(socket, "When is the phone line open?", "q1")
     assert (await Conversation.objects.aget(public_id=welcome["conversation"])).customer_id is None
+    await socket.disconnect()
+
+
+async def test_a_chat_left_idle_stays_open(small_helpcentre, channel_layer):
+    """redis-py gives up on a read after 5 s by default, as long as the channel layer's blocking wait: a chat
+    idle for longer was closed over Redis until the layer's reads were allowed more time."""
+    socket = await open_chat()
+    await hello(socket)
+    await asyncio.sleep(7)
+    _, reply, _ = await ask(socket, "When is the phone line open?", "after-a-pause")
+    assert reply["decision"] == "answered"
     await socket.disconnect()

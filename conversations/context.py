@@ -7,13 +7,13 @@ the customer said) › model (what the assistant said earlier). Pure: no databas
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import IntEnum
 from typing import Any
 
 from conversations.claims import content_words
+from knowledge.injection import without_instructions
 
 
 class Trust(IntEnum):
@@ -79,19 +79,6 @@ class Context:
         return [p.as_record() for p in (self.policy, *self.evidence, *self.history)]
 
 
-# Phrases that address the assistant rather than a customer. Inside evidence they are inert text; the
-# extractive generator also refuses to quote them, so they cannot reach a reply as if they were policy.
-_INSTRUCTION = re.compile(
-    r"\b(ignore|disregard|forget|override)\b.{0,40}\b(instruction|instructions|rules|prompt|policy|above)\b"
-    r"|\b(you are now|act as|system prompt|new instructions|as an ai)\b",
-    re.IGNORECASE,
-)
-
-
-def looks_like_instruction(text: str) -> bool:
-    return bool(_INSTRUCTION.search(text))
-
-
 def _overlaps(a: str, b: str, threshold: float = 0.8) -> bool:
     """Near-duplicate passages (the same paragraph in two versions or two articles): Jaccard of content words."""
     wa, wb = content_words(a), content_words(b)
@@ -119,10 +106,14 @@ def assemble_context(
     kept: list[Passage] = []
     dropped: list[str] = []
     for item in evidence:
-        if any(_overlaps(item.text, p.text) for p in kept):
+        # Text written for the model never reaches a generator: evidence is quoted, never obeyed.
+        text, planted = without_instructions(item.text)
+        if planted:
+            dropped.append(f"chunk {item.chunk_id}: {planted} statement(s) written for the model left out")
+        if any(_overlaps(text, p.text) for p in kept):
             dropped.append(f"chunk {item.chunk_id}: repeats a passage already given")
             continue
-        tokens = count_tokens(item.text)
+        tokens = count_tokens(text)
         if tokens > remaining:
             dropped.append(f"chunk {item.chunk_id}: over the token budget")
             continue
@@ -132,7 +123,7 @@ def assemble_context(
                 len(kept) + 1,
                 item.trust,
                 item.source,
-                item.text,
+                text,
                 tokens,
                 article=item.article,
                 title=item.title,

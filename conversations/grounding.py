@@ -16,10 +16,11 @@ from enum import StrEnum
 import numpy as np
 
 from conversations.claims import ClaimText, is_negated, missing_numbers, normalise, split_claims
-from conversations.context import Context, looks_like_instruction
+from conversations.context import Context
 from conversations.providers import ProviderUnavailable
 from conversations.reader import passage_sentences, with_heading
 from knowledge.embeddings import Embedder
+from knowledge.injection import looks_like_instruction
 from knowledge.rerank import CrossEncoder
 
 

@@ -19,8 +19,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from conversations.claims import content_words, numbers_in
-from conversations.context import Context, Trust, looks_like_instruction
+from conversations.context import Context, Trust
 from knowledge.chunking import HEADING_SEPARATOR, split_sentences
+from knowledge.injection import looks_like_instruction, without_outside_links
 from knowledge.rerank import CrossEncoder, Reading, best_of, read_passages
 from knowledge.statements import Statement, passage_statements
 
@@ -75,8 +76,9 @@ def score_sentences(
 ) -> list[ScoredSentence]:
     """The statements of the customer's verified records and of the top retrieved passages, best answer
     first. A passage the reranker already read (`read`, by chunk) keeps those scores: each text is scored
-    once per turn; the others are read now. Statements that address the assistant ("ignore your rules…")
-    are never candidates: evidence is quoted, never obeyed or repeated as policy."""
+    once per turn; the others are read now. Statements written for the model ("ignore your rules…",
+    conversations/injection.py) are never candidates, and links out of the help centre are not quoted:
+    evidence is quoted, never obeyed or repeated as policy."""
     read = read or {}
     verified = [p for p in context.evidence if p.trust is Trust.VERIFIED]
     retrieved = [p for p in context.evidence if p.trust is not Trust.VERIFIED][:passages]
@@ -87,11 +89,17 @@ def score_sentences(
     scored: list[ScoredSentence] = []
     for p in chosen:
         passage_readings = read[p.chunk_id] if p.chunk_id is not None and p.chunk_id in read else now[id(p)]
-        quoted = {r.statement.position for r in passage_readings if not looks_like_instruction(r.statement.text)}
+        # Read from the stored chunk, a reading may hold what the context left out of the passage.
+        given = set(passage_sentences(p.text))
+        quoted = {
+            r.statement.position
+            for r in passage_readings
+            if not looks_like_instruction(r.statement.text) and without_outside_links(r.statement.text) in given
+        }
         scored.extend(
             ScoredSentence(
                 p.number,
-                r.statement.text,
+                without_outside_links(r.statement.text),
                 r.alone,
                 r.statement.position,
                 r.statement.block,

@@ -45,6 +45,7 @@ from conversations.recording import TurnOutcome, TurnResult, record_turn
 from conversations.rewrite import question_focus, rewrite_by_rule, rewrite_query
 from conversations.services import PROBABILITY, TurnServices, answer_model, default_services
 from knowledge.fuzzy import corrected, find_typos
+from knowledge.injection import without_outside_links
 from knowledge.models import Collection
 from knowledge.rerank import rerank_passage
 from knowledge.retrieval import Hit, prepare_query, search, visible_chunks
@@ -248,7 +249,10 @@ def _run(
         outcome.notes.append(unanswered)
         return outcome
     with watch.lap("generate"):
-        outcome.draft = _generate(outcome.query, context, scored, services, outcome, on_delta, on_reset)
+        # Whatever a generator wrote, no image, HTML or link out of the help centre is shipped.
+        outcome.draft = without_outside_links(
+            _generate(outcome.query, context, scored, services, outcome, on_delta, on_reset)
+        )
     if not outcome.draft.strip() or not split_claims(outcome.draft):
         return outcome
     with watch.lap("ground"):

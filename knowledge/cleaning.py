@@ -5,6 +5,8 @@ from collections import Counter
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 
+from knowledge.injection import without_instructions
+
 _HEADING = re.compile(r"^#{1,6}\s")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
@@ -51,6 +53,21 @@ def find_boilerplate(bodies: Iterable[str], *, min_documents: int = 3, min_share
     return {line for line, n in counts.items() if n >= threshold}
 
 
+def without_planted_statements(body: str) -> str:
+    """The body less the statements written for the model rather than its readers (knowledge/injection.py):
+    they are not indexed, so they neither move retrieval nor reach a generator. Headings and fenced code
+    stay as they are."""
+    lines: list[str] = []
+    in_fence = False
+    for line in body.split("\n"):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        elif not in_fence and not _HEADING.match(line):
+            line, _ = without_instructions(line)
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def clean_markdown(body: str, boilerplate: AbstractSet[str] = frozenset()) -> str:
     kept = [line for line in normalise_whitespace(body).split("\n") if line.strip() not in boilerplate]
-    return normalise_whitespace("\n".join(kept))
+    return normalise_whitespace(without_planted_statements("\n".join(kept)))

@@ -13,3 +13,11 @@ class CalibrationError(ValueError):
 
 class GroundingDatasetError(ValueError):
     pass
+
+
+class AttackSetError(ValueError):
+    pass
+
+
+class InjectionSetupError(ValueError):
+    pass

@@ -6,7 +6,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from conversations.claims import ClaimText, missing_numbers, numbers_in, split_claims
-from conversations.context import Evidence, Trust, assemble_context, looks_like_instruction, render_evidence
+from conversations.context import Evidence, Trust, assemble_context, render_evidence
 from conversations.grounding import Grounder
 from conversations.nli import NliModelUnavailable, load_nli
 from conversations.openai_compatible import OpenAICompatibleClient
@@ -19,6 +19,7 @@ from conversations.reader import (
     with_heading,
 )
 from conversations.rewrite import is_follow_up, question_focus, rewrite_by_rule, rewrite_query
+from knowledge.injection import looks_like_instruction
 from knowledge.rerank import Reading, default_reranker
 from knowledge.statements import passage_statements
 from tests.loopback import free_port

@@ -4,6 +4,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
@@ -17,7 +18,7 @@ from knowledge.retrieval import RetrievalConfig, default_config
 from knowledge.sources import read_beir_corpus
 from knowledge.stages import SEARCH_STAGES
 from lab.answer_evaluation import GOLDEN_SET, GoldenQuestion, QuestionResult, evaluate_answers, read_golden_set
-from lab.errors import GoldenSetError, GroundingDatasetError
+from lab.errors import AttackSetError, GoldenSetError, GroundingDatasetError, InjectionSetupError
 from lab.evaluation_runs import (
     answers_report,
     close_run,
@@ -28,7 +29,9 @@ from lab.evaluation_runs import (
 )
 from lab.experiments import golden_stage_figures
 from lab.grounding_evaluation import evaluate_grounding, read_evidence_pairs
+from lab.injection_evaluation import PROVIDERS, evaluate_injection, prepare_poisoned, report_lines, services_for
 from lab.models import EvaluationKind
+from lab.poisoning import ATTACKS, read_attacks
 from lab.report import write_report
 from lab.retrieval_evaluation import evaluate_retrieval, fusion_grid, read_queries
 
@@ -57,7 +60,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("what", choices=["retrieval", "grounding", "answers"])
+        parser.add_argument("what", choices=["retrieval", "grounding", "answers", "injection"])
         parser.add_argument(
             "--dataset",
             type=Path,
@@ -81,6 +84,14 @@ class Command(BaseCommand):
         parser.add_argument(
             "--resume", action="store_true", help="answers: continue the newest unfinished run with the same settings"
         )
+        parser.add_argument(
+            "--provider",
+            choices=PROVIDERS,
+            default="reader",
+            help="injection: the generator (the offline reader, a compliant fake model, or the LLM_* one)",
+        )
+        parser.add_argument("--attacks", type=Path, default=ATTACKS, help="injection: the attack manifest")
+        parser.add_argument("--poisoned-collection", default="helpcentre-poisoned", help="injection")
 
     def _config(self, options: dict[str, Any]) -> RetrievalConfig:
         base = default_config()
@@ -193,6 +204,34 @@ class Command(BaseCommand):
             index = write_report(options["report"], f"Answer evaluation, run {run.pk}", sections, plots)
             self.stdout.write(f"report: {index}")
 
+    def _injection(self, options: dict[str, Any]) -> None:
+        """The golden questions on the clean collection and on a poisoned copy (lab/injection_evaluation.py)."""
+        try:
+            questions = read_golden_set(options["dataset"] or GOLDEN_SET)[: options["limit"]]
+            attacks = read_attacks(options["attacks"])
+            clean = Collection.objects.get(name=options["collection"] or "helpcentre")
+            poisoned = prepare_poisoned(
+                options["poisoned_collection"],
+                Path(settings.BASE_DIR) / "var" / options["poisoned_collection"],
+                attacks,
+                source=settings.SAMPLE_HELP_CENTRE,
+                glossary=settings.SAMPLE_HELP_CENTRE.parent / "glossary.tsv",
+                policy=Path(settings.BASE_DIR) / "conversations" / "sample" / "policy.md",
+            )
+            services = services_for(options["provider"], default_services(), attacks)
+        except (GoldenSetError, AttackSetError, InjectionSetupError) as exc:
+            raise CommandError(str(exc)) from None
+        except Collection.DoesNotExist:
+            raise CommandError("No clean collection; ingest the help centre first (make run does).") from None
+        bar = tqdm(total=2 * len(questions), unit="question", disable=not sys.stderr.isatty())
+        evaluation = evaluate_injection(questions, clean, poisoned, services, attacks, progress=lambda: bar.update(1))
+        bar.close()
+        self.stdout.write(f"provider {options['provider']} · {clean.name} vs {poisoned.name}")
+        for line in report_lines(evaluation.summary):
+            self.stdout.write(line)
+        if options["json"]:
+            options["json"].write_text(json.dumps(evaluation.as_json(), indent=2, ensure_ascii=False))
+
     def _stages(self, questions: list[GoldenQuestion], collection: Collection) -> dict[str, dict[str, float]]:
         bar = tqdm(total=sum(q.answerable for q in questions), unit="question", disable=not sys.stderr.isatty())
         bar.set_description("retrieval by stage")
@@ -213,6 +252,9 @@ class Command(BaseCommand):
             raise CommandError("--limit must be a positive number.")
         if options["what"] == "answers":
             self._answers(options)
+            return
+        if options["what"] == "injection":
+            self._injection(options)
             return
         if options["dataset"] is None:
             raise CommandError(f"evaluate {options['what']} needs --dataset DIR.")

@@ -202,8 +202,8 @@ def test_an_instruction_inside_an_article_stays_inert_text(poisoned, embedder):
     obeyed = answer_turn(conversation(poisoned), question, services=services(embedder, api=api))
     assert obeyed.decision == "referred" and "$100" not in obeyed.reply
     user = api.bodies[0]["messages"][0]["content"]
-    fenced = user[: user.index(POISON)]
-    assert fenced.rfind("<passage ") > fenced.rfind("</passage>")  # the poison sits inside a passage fence
+    # The poison is never sent: left out at ingestion and again when the context is built.
+    assert "Goodwill gestures for late refunds" in user and POISON not in user
     assert "not instructions" in api.bodies[0]["system"]
 
 

@@ -8,14 +8,18 @@ or threads of this process without Redis), so this process only validates, store
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import json
 import logging
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.db import InterfaceError, OperationalError, connection
 
 from conversations import chat, staff
 from conversations.errors import FrameError, QueueUnavailable
@@ -31,6 +35,29 @@ BUSY = (
     "The assistant is busy with other customers right now. Your message is kept and will be answered "
     "as soon as there is room; you can leave this page open or come back later."
 )
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _database(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
+    """``func`` in Channels' database thread, run once more on a fresh connection when Postgres dropped the
+    old one (a restart or failover): the calls here are reads, or writes keyed so that a second run finds
+    what the first stored."""
+
+    @functools.wraps(func)
+    def reconnecting(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        except (OperationalError, InterfaceError):
+            logger.warning("the database connection was lost; reconnecting")
+            # Closing a dead connection may fail; it is dropped either way.
+            with contextlib.suppress(OperationalError, InterfaceError):
+                connection.close()
+            return func(*args, **kwargs)
+
+    return database_sync_to_async(reconnecting)
 
 
 def _store(conversation: Conversation, text: str, client_id: str) -> tuple[Message, bool]:
@@ -80,7 +107,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                         STAFF_GROUP, {"type": "queue.typing", "conversation": str(self.conversation.public_id)}
                     )
             elif isinstance(frame, Handoff):
-                await database_sync_to_async(chat.request_handoff)(self.conversation)
+                await _database(chat.request_handoff)(self.conversation)
         except (FrameError, chat.ChatError) as exc:
             error = exc.as_frame() if isinstance(exc, FrameError) else {"type": "error", "code": exc.code}
             error.setdefault("message", str(exc))
@@ -89,13 +116,13 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def hello(self, hello: Hello) -> None:
         if self.conversation is not None:
             raise FrameError("already_started", "This connection already said hello.")
-        conversation, refused = await database_sync_to_async(chat.resume_or_start)(hello.token, hello.customer_token)
+        conversation, refused = await _database(chat.resume_or_start)(hello.token, hello.customer_token)
         self.conversation = conversation
         await self.channel_layer.group_add(conversation_group(conversation.public_id), self.channel_name)
         for error in refused:
             await self.send_json({"type": "error", "code": error.code, "message": str(error)})
-        await self.send_json(await database_sync_to_async(chat.welcome_frame)(conversation, hello.after))
-        if await database_sync_to_async(chat.unanswered)(conversation):
+        await self.send_json(await _database(chat.welcome_frame)(conversation, hello.after))
+        if await _database(chat.unanswered)(conversation):
             await self.queue_turn(None)
 
     async def customer_message(self, frame: CustomerMessage) -> None:
@@ -104,9 +131,9 @@ class ChatConsumer(AsyncWebsocketConsumer):
             raise FrameError(
                 "rate_limited", f"You are sending messages too fast; wait {self.messages.wait_s():.0f} s.", frame.id
             )
-        message, created = await database_sync_to_async(_store)(self.conversation, frame.text, frame.id)
+        message, created = await _database(_store)(self.conversation, frame.text, frame.id)
         await self.send_json({"type": "ack", "id": frame.id, "seq": message.pk})
-        stored_reply = await database_sync_to_async(chat.receive_customer_message)(message, created)
+        stored_reply = await _database(chat.receive_customer_message)(message, created)
         if stored_reply is not None:
             await self.send_json(stored_reply)
         else:
@@ -187,7 +214,7 @@ class StaffQueueConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=json.dumps(exc.as_frame()))
 
     async def queue_changed(self, event: dict[str, Any]) -> None:
-        card = await database_sync_to_async(staff.card_frame)(event["conversation"], self.user)
+        card = await _database(staff.card_frame)(event["conversation"], self.user)
         await self.send(text_data=json.dumps(card))
 
     async def queue_typing(self, event: dict[str, Any]) -> None:

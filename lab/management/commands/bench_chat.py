@@ -120,14 +120,12 @@ class Command(BaseCommand):
             run.conversations.append((await socket.receive_json_from(timeout=timeout_s))["conversation"])
             for i, text in enumerate(questions[n::clients]):
                 await ask(socket, f"bench-{n}-{i}", text)
-            # A reply sent twice would arrive within a turn's time of the first.
-            try:
-                while True:
-                    frame = await socket.receive_json_from(timeout=2)
-                    if frame["type"] == "reply":
-                        run.replies[frame["id"]] += 1
-            except TimeoutError:
-                pass
+            # A reply sent twice would arrive within a turn's time of the first. (A receive that times out
+            # would cancel the application, so wait with receive_nothing.)
+            while not await socket.receive_nothing(timeout=2):
+                frame = await socket.receive_json_from()
+                if frame["type"] == "reply":
+                    run.replies[frame["id"]] += 1
             await socket.disconnect()
 
         async def ask(socket: WebsocketCommunicator, message_id: str, text: str) -> None:

@@ -22,6 +22,18 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from conversations.pii_patterns import (
+    CARD_REGEX,
+    CONTEXT_RULES,
+    DATE_REGEX,
+    INTERNATIONAL_PHONE_REGEX,
+    NATIONAL_ID_PATTERNS,
+    STREET_ADDRESS_PATTERNS,
+    digits_of,
+    luhn_valid,
+    national_id_valid,
+)
+
 # tldextract (used by Presidio's email recogniser) downloads the public-suffix list on first use
 # unless told to use its bundled snapshot; Presidio probes CUDA through torch unless told the device.
 os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
@@ -43,45 +55,44 @@ SCORE_THRESHOLD = 0.4
 
 # Phone numbers valid in some region can be as short as 6 digits (German landlines), and so can
 # order numbers; 8 keeps every mobile and city number we expect while dropping short references.
+# E.164 allows 15 digits; a longer run is a card or an account.
 MIN_PHONE_DIGITS = 8
+MAX_PHONE_DIGITS = 15
+# The regions whose national formats (without +country code) the phone recogniser tries: the shop's
+# customers, by the help centre's shipping list. Each region is one more pass over the text.
+PHONE_REGIONS = ("US", "GB", "IN", "DE", "FR", "ES", "IT", "NL", "PL", "IE")
+# Score of a value found by a context rule (pii_patterns.CONTEXT_RULES): above every recogniser's,
+# since the customer's own words say what it is.
+CONTEXT_SCORE = 0.9
+# An address pattern's score: above spaCy's 0.85, so a street spaCy reads as a person stays an address.
+STREET_ADDRESS_SCORE = 0.88
 
 # Words that, right before a detection, show it is something else. A number after "order" is a
 # reference the agent needs even when it is a valid phone number ("order 4155551234"); spaCy's
 # small model reads capitalised interface words as names ("the Settings page", "click Download");
 # a dotted version number reads as an IPv4 address.
+_REFERENCES = (
+    r"order|invoice|ticket|case|ref|reference|tracking|sku|serial|transaction|booking|pedido|bestelling|"
+    r"bestellung|commande|ordine|zamówienie"
+)
+_AFTER_REFERENCE = re.compile(r"\b(?:" + _REFERENCES + r")(?:\s*(?:number|no\.?|id|#))?\s*[:#]?\s*$", re.IGNORECASE)
 _NOT_PII_AFTER = {
+    # A tracking number is 12 digits (order-tracking.md), as long as the shortest card numbers.
+    "CREDIT_CARD": _AFTER_REFERENCE,
+    # ... and after "card", a number is the card's, not a phone.
     "PHONE_NUMBER": re.compile(
-        r"\b(?:order|invoice|ticket|case|ref|reference|tracking|sku|serial|transaction|booking)"
-        r"(?:\s*(?:number|no\.?|id|#))?\s*[:#]?\s*$",
-        re.IGNORECASE,
+        r"\b(?:" + _REFERENCES + r"|card)(?:\s*(?:number|no\.?|id|#))?\s*[:#]?\s*$", re.IGNORECASE
     ),
+    # spaCy's small model reads "lo-0738570" in "my order lo-0738570" as a place.
+    "LOCATION": _AFTER_REFERENCE,
     # "My order says Packed", "the status is Shipped": order statuses and button labels, not people.
     "PERSON": re.compile(
-        r"\b(?:the|a|an|this|that|your|click|tap|press|select|choose|says|shows|reads|marked(?:\s+as)?"
+        r"\b(?:the|a|an|(?<!is )this|that|your|click|tap|press|select|choose|says|shows|reads|marked(?:\s+as)?"
         r"|status(?:\s+is)?|changed\s+to)\s+$",
         re.IGNORECASE,
     ),
     "IP_ADDRESS": re.compile(r"\b(?:version|ver\.?|v|build|firmware|release)\s*$", re.IGNORECASE),
 }
-
-_STREET_SUFFIX = (
-    r"Street|St|Road|Rd|Avenue|Ave|Lane|Ln|Drive|Dr|Boulevard|Blvd|Way|Court|Ct|Place|Pl|Close|"
-    r"Crescent|Terrace|Square|Sq|Gardens|Grove|Parade|Row|Mews|Hill|Highway|Hwy|Parkway|Pkwy"
-)
-# A UK postcode or a US state and ZIP code, which only count after a street (a bare "DC 20500"
-# or "NW1 6XE" is too easily a product code).
-_POSTCODE = r"(?:[A-Z]{1,2}\d[A-Z\d]?\s?\d[A-Z]{2}|[A-Z]{2}\s+\d{5}(?:-\d{4})?)"
-# Presidio has no street-address recogniser and spaCy's small model rarely tags one. Case matters
-# here ("(?-i:") because Presidio matches patterns case-insensitively, and "3 business days"
-# must not read as an address: the street name words must be capitalised.
-STREET_ADDRESS_REGEX = (
-    r"(?-i:\b\d{1,5}[A-Z]?,?(?:\s+[A-Z][a-zA-Z'\-]+){1,4}\s+(?:" + _STREET_SUFFIX + r")\b\.?"
-    r"(?:\s+(?:NE|NW|SE|SW|N|S|E|W)\b)?"
-    r"(?:,?(?:\s+[A-Z][a-zA-Z\-]+){0,3},?\s+" + _POSTCODE + r"\b)?)"
-)
-# Presidio's card pattern only accepts the prefixes of a few issuers; a 16-digit number written in
-# groups of four is a card whatever its prefix, once it passes the Luhn check applied below.
-GROUPED_CARD_REGEX = r"\b\d{4}(?P<sep>[ \-])\d{4}(?P=sep)\d{4}(?P=sep)\d{4}\b"
 
 # spaCy's labels that are personal data; the others (ORG, DATE, MONEY, ...) are what support
 # messages are made of, and masking them would hide the question.
@@ -90,6 +101,17 @@ _NER_LABELS_IGNORED = [
     "CARDINAL", "DATE", "EVENT", "LANGUAGE", "LAW", "MONEY", "NORP", "ORDINAL",
     "ORG", "PERCENT", "PRODUCT", "QUANTITY", "TIME", "WORK_OF_ART",
 ]  # fmt: skip
+
+# Hindi words common in Hinglish support messages, which are never on their own a name or a place.
+_HINGLISH_WORDS = frozenset({
+    "bhai", "bhaiya", "didi", "ji", "yaar", "mera", "meri", "mere", "naam", "hai", "hain", "ho", "hoon", "hu",
+    "hun", "gaya", "gayi", "gaye", "nahi", "nahin", "aaya", "aayi", "aaye", "karo", "kardo", "kar", "karna", "kya",
+    "kab", "kaise", "kyun", "kyu", "se", "ke", "ki", "ka", "ko", "aur", "abhi", "tak", "raha", "rahi", "rahe",
+    "hua", "hui", "huye", "mujhe", "mujhko", "humko", "tum", "aap", "apna", "pe", "mein", "bhi", "toh", "wala",
+    "wali", "milega", "mila", "chahiye", "batao", "jaldi",
+})  # fmt: skip
+
+_UNREAD_PIPES = ("tagger", "parser", "attribute_ruler", "lemmatizer")
 
 # Kinds whose values are written with optional spacing, so "4111 1111 1111 1111" and
 # "4111-1111-1111-1111" are one card and get one placeholder.
@@ -116,23 +138,6 @@ class _Detection:
     start: int
     end: int
     score: float
-
-
-def luhn_valid(digits: str) -> bool:
-    """True when a string of digits passes the Luhn checksum used by payment cards."""
-    if not digits.isdigit():
-        return False
-    total = 0
-    for position, char in enumerate(reversed(digits)):
-        value = int(char)
-        if position % 2 == 1:
-            value = value * 2 - 9 if value > 4 else value * 2
-        total += value
-    return total % 10 == 0
-
-
-def _digits(value: str) -> str:
-    return "".join(char for char in value if char.isdigit())
 
 
 def _spacy_model_dir() -> Path:
@@ -174,26 +179,43 @@ def _build_analyzer() -> AnalyzerEngine:
         ),
     )
     nlp_engine.load()
+    # Presidio reads only the entities: the tagger, parser and lemmatizer cost half of a message's time
+    # and change none of them (same entities on every message of lab/sample/pii_dev.jsonl without them).
+    pipeline = nlp_engine.nlp.get("en") if nlp_engine.nlp else None
+    if pipeline is None:
+        raise ImproperlyConfigured(f"spaCy loaded no English pipeline from {SPACY_MODEL_PACKAGE!r}.")
+    for pipe in _UNREAD_PIPES:
+        pipeline.disable_pipe(pipe)
     # Only the recognisers for the kinds settings allow: Presidio's default registry adds US
     # licence and passport patterns that fire on any number, and warns about a dozen it skips.
     registry = RecognizerRegistry(
         recognizers=[
             SpacyRecognizer(supported_entities=sorted(set(_NER_LABELS.values()))),
             EmailRecognizer(),
-            PhoneRecognizer(),
+            PhoneRecognizer(supported_regions=PHONE_REGIONS),
             CreditCardRecognizer(),
             IbanRecognizer(),
             IpRecognizer(),
             UrlRecognizer(),
             PatternRecognizer(
                 supported_entity="CREDIT_CARD",
-                name="GroupedCardRecognizer",
-                patterns=[Pattern("16 digits in groups of four", GROUPED_CARD_REGEX, 0.5)],
+                name="AnyIssuerCardRecognizer",
+                patterns=[Pattern("13 to 19 digits", CARD_REGEX, 0.5)],
+            ),
+            PatternRecognizer(
+                supported_entity="PHONE_NUMBER",
+                name="InternationalPhoneRecognizer",
+                patterns=[Pattern("+country code", INTERNATIONAL_PHONE_REGEX, 0.6)],
+            ),
+            PatternRecognizer(
+                supported_entity="NATIONAL_ID",
+                name="NationalIdRecognizer",
+                patterns=[Pattern(name, regex, score) for name, regex, score in NATIONAL_ID_PATTERNS],
             ),
             PatternRecognizer(
                 supported_entity="LOCATION",
                 name="StreetAddressRecognizer",
-                patterns=[Pattern("street address", STREET_ADDRESS_REGEX, 0.6)],
+                patterns=[Pattern(name, regex, STREET_ADDRESS_SCORE) for name, regex in STREET_ADDRESS_PATTERNS],
             ),
         ],
         supported_languages=["en"],
@@ -247,21 +269,78 @@ def mask_pii(text: str, *, kinds: Collection[str] | None = None) -> MaskedText:
     detections = [
         _Detection(result.entity_type, result.start, result.end, result.score)
         for result in results
-        if result.entity_type in wanted and _plausible(text, result.entity_type, result.start, result.end)
+        if result.entity_type in wanted
     ]
-    return _replace(text, _merge_overlaps(detections))
+    detections += _context_detections(text, wanted)
+    trimmed = [_without_hinglish_edges(text, d) if d.kind in _NAMED_KINDS else d for d in detections]
+    plausible = [d for d in trimmed if d.end > d.start and _plausible(text, d.kind, d.start, d.end)]
+    return _replace(text, _merge_overlaps(plausible))
+
+
+def _context_detections(text: str, wanted: Collection[str]) -> list[_Detection]:
+    """Values that the words right before them call personal data (pii_patterns.CONTEXT_RULES)."""
+    detections = []
+    for rule in CONTEXT_RULES:
+        if rule.kind not in wanted:
+            continue
+        for found in rule.found.finditer(text):
+            detections.append(_Detection(rule.kind, found.start("value"), found.end("value"), CONTEXT_SCORE))
+    return detections
+
+
+def _without_hinglish_edges(text: str, detection: _Detection) -> _Detection:
+    """spaCy's small model runs names into the Hindi words around them ("mera naam rubija hai")."""
+    words = list(re.finditer(r"\S+", text[detection.start : detection.end]))
+    while words and words[0].group().casefold() in _HINGLISH_WORDS:
+        words.pop(0)
+    while words and words[-1].group().casefold() in _HINGLISH_WORDS:
+        words.pop()
+    if not words:
+        return _Detection(detection.kind, detection.start, detection.start, detection.score)
+    return _Detection(
+        detection.kind, detection.start + words[0].start(), detection.start + words[-1].end(), detection.score
+    )
+
+
+def _is_card_context(text: str, start: int) -> bool:
+    card_rule = next(rule for rule in CONTEXT_RULES if rule.kind == "CREDIT_CARD")
+    return card_rule.before.search(text, max(0, start - 40), start) is not None
 
 
 def _plausible(text: str, kind: str, start: int, end: int) -> bool:
     value = text[start:end]
     if kind == "CREDIT_CARD":
-        digits = _digits(value)
-        if not (12 <= len(digits) <= 19 and luhn_valid(digits)):
+        digits = digits_of(value)
+        if not (12 <= len(digits) <= 19 and (luhn_valid(digits) or _is_card_context(text, start))):
             return False
-    if kind == "PHONE_NUMBER" and len(_digits(value)) < MIN_PHONE_DIGITS:
+    if kind == "PHONE_NUMBER" and not MIN_PHONE_DIGITS <= len(digits_of(value)) <= MAX_PHONE_DIGITS:
+        return False
+    if kind == "NATIONAL_ID" and not national_id_valid(value):
+        return False
+    if kind in ("PHONE_NUMBER", "LOCATION") and DATE_REGEX.fullmatch(value.strip()):
         return False
     # Names have no digits; spaCy's small model reads error codes ("E-5001") and product codes as names.
     if kind == "PERSON" and any(char.isdigit() for char in value):
+        return False
+    if kind in _NAMED_KINDS:
+        words = value.casefold().split()
+        # A place written with digits has a word of three letters or more; "LO-6085507" is an order number
+        # ("UK" is a place).
+        if (
+            kind == "LOCATION"
+            and any(char.isdigit() for char in value)
+            and not any(sum(char.isalpha() for char in word) >= 3 for word in words)
+        ):
+            return False
+        # "Jun" in "on 17 Jun" is a month, not a person.
+        if any(
+            date.start() <= start and end <= date.end()
+            for date in DATE_REGEX.finditer(text, max(0, start - 8), min(len(text), end + 8))
+        ):
+            return False
+    # A value that starts or ends inside a word is part of something else: "GB" or "842838438" in the
+    # tracking number "RM842838438GB".
+    if (start > 0 and text[start - 1].isalnum()) or (end < len(text) and text[end].isalnum()):
         return False
     not_pii_after = _NOT_PII_AFTER.get(kind)
     # Bounded look-behind: the words that matter are the last few before the value.

@@ -19,5 +19,9 @@ class AttackSetError(ValueError):
     pass
 
 
+class PiiDatasetError(ValueError):
+    pass
+
+
 class InjectionSetupError(ValueError):
     pass

@@ -266,12 +266,15 @@ if LLM_BASE_URL and not LLM_BASE_URL.startswith(("http://", "https://")):
 PII_ENTITIES = [
     e.strip()
     for e in env_str(
-        "PII_ENTITIES", "PERSON,EMAIL_ADDRESS,PHONE_NUMBER,CREDIT_CARD,LOCATION,IBAN_CODE,IP_ADDRESS"
+        "PII_ENTITIES", "PERSON,EMAIL_ADDRESS,PHONE_NUMBER,CREDIT_CARD,LOCATION,IBAN_CODE,IP_ADDRESS,NATIONAL_ID"
     ).split(",")
     if e.strip()
 ]
 # NATIONAL_ID: US SSN, UK National Insurance, Spanish DNI/NIE, Italian codice fiscale, Indian PAN.
-_KNOWN_PII = {"PERSON", "EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "LOCATION", "IBAN_CODE", "IP_ADDRESS", "URL"}
+_KNOWN_PII = {
+    "PERSON", "EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "LOCATION", "IBAN_CODE", "IP_ADDRESS", "URL",
+    "NATIONAL_ID",
+}  # fmt: skip
 if set(PII_ENTITIES) - _KNOWN_PII:
     raise ImproperlyConfigured(
         f"PII_ENTITIES has unknown kinds {sorted(set(PII_ENTITIES) - _KNOWN_PII)}; known: {sorted(_KNOWN_PII)}."

@@ -18,7 +18,7 @@ from knowledge.retrieval import RetrievalConfig, default_config
 from knowledge.sources import read_beir_corpus
 from knowledge.stages import SEARCH_STAGES
 from lab.answer_evaluation import GOLDEN_SET, GoldenQuestion, QuestionResult, evaluate_answers, read_golden_set
-from lab.errors import AttackSetError, GoldenSetError, GroundingDatasetError, InjectionSetupError
+from lab.errors import AttackSetError, GoldenSetError, GroundingDatasetError, InjectionSetupError, PiiDatasetError
 from lab.evaluation_runs import (
     answers_report,
     close_run,
@@ -31,6 +31,7 @@ from lab.experiments import golden_stage_figures
 from lab.grounding_evaluation import evaluate_grounding, read_evidence_pairs
 from lab.injection_evaluation import PROVIDERS, evaluate_injection, prepare_poisoned, report_lines, services_for
 from lab.models import EvaluationKind
+from lab.pii_evaluation import PII_TEST_SET, evaluate_pii, pii_table, read_pii_set
 from lab.poisoning import ATTACKS, read_attacks
 from lab.report import write_report
 from lab.retrieval_evaluation import evaluate_retrieval, fusion_grid, read_queries
@@ -56,11 +57,13 @@ class Command(BaseCommand):
         "`evaluate grounding --dataset SCIFACT --split train`: the support verifier on SUPPORT / CONTRADICT / "
         "unrelated evidence sentences. `evaluate answers [--dataset GOLDEN.jsonl]`: full turns on the golden "
         "question set, with recall@3, MRR, answer correctness, abstention, audience leaks, unsupported claims "
-        "shipped and the failure tree."
+        "shipped and the failure tree. `evaluate pii [--dataset MESSAGES.jsonl]`: personal-data masking on a "
+        "labelled message set (default lab/sample/pii_test.jsonl): recall and precision by kind, kept "
+        "identifiers lost, masking latency."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("what", choices=["retrieval", "grounding", "answers", "injection"])
+        parser.add_argument("what", choices=["retrieval", "grounding", "answers", "pii", "injection"])
         parser.add_argument(
             "--dataset",
             type=Path,
@@ -136,6 +139,16 @@ class Command(BaseCommand):
                 self.stdout.write(f"  {row['threshold']:>6} → {row['precision']:.3f} / {row['recall']:.3f}")
         if options["json"]:
             options["json"].write_text(json.dumps(figures, indent=2))
+
+    def _pii(self, options: dict[str, Any]) -> None:
+        try:
+            messages = read_pii_set(options["dataset"] or PII_TEST_SET)[: options["limit"]]
+        except PiiDatasetError as exc:
+            raise CommandError(str(exc)) from None
+        figures = evaluate_pii(messages)
+        self.stdout.write("\n".join(pii_table(figures)))
+        if options["json"]:
+            options["json"].write_text(json.dumps(figures.as_json(), indent=2, ensure_ascii=False))
 
     def _answers(self, options: dict[str, Any]) -> None:
         name = options["collection"] or "helpcentre"
@@ -255,6 +268,9 @@ class Command(BaseCommand):
             return
         if options["what"] == "injection":
             self._injection(options)
+            return
+        if options["what"] == "pii":
+            self._pii(options)
             return
         if options["dataset"] is None:
             raise CommandError(f"evaluate {options['what']} needs --dataset DIR.")

@@ -21,6 +21,7 @@ import websockets
 from asgiref.sync import async_to_sync
 from django.conf import settings as django_settings
 from django.db import connection
+from websockets.typing import Origin
 
 from conversations.models import Turn
 from tests.conversations.test_chat_socket import ask, hello, open_chat
@@ -126,7 +127,7 @@ def processes(small_helpcentre, tmp_path: Path) -> Iterator[Processes]:
 
 async def connect(processes: Processes) -> Any:
     return await websockets.connect(
-        f"ws://127.0.0.1:{processes.http_port}/ws/chat/", origin="http://127.0.0.1", open_timeout=30
+        f"ws://127.0.0.1:{processes.http_port}/ws/chat/", origin=Origin("http://127.0.0.1"), open_timeout=30
     )
 
 

@@ -8,7 +8,7 @@ import pytest
 from django.conf import settings
 
 from lab.errors import AttackSetError
-from lab.poisoning import CATEGORIES, POSITIONS, poison, read_attacks, sections
+from lab.poisoning import ATTACKS, CATEGORIES, POSITIONS, poison, read_attacks, sections
 
 SOURCE = Path(settings.SAMPLE_HELP_CENTRE)
 
@@ -67,7 +67,7 @@ def test_taking_the_attacks_out_again_gives_the_clean_articles_back(tmp_path):
 
 
 def _manifest(tmp_path: Path, **change: object) -> Path:
-    record = {**json.loads(Path(read_attacks.__defaults__[0]).read_text().splitlines()[0]), **change}
+    record = {**json.loads(ATTACKS.read_text().splitlines()[0]), **change}
     path = tmp_path / "attacks.jsonl"
     path.write_text(json.dumps(record) + "\n")
     return path

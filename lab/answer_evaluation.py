@@ -4,7 +4,6 @@ aimed at the right stage."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -19,6 +18,7 @@ from knowledge.chunking import HEADING_SEPARATOR
 from knowledge.models import ArticleVersion, Chunk, Collection
 from knowledge.scope import VISIBLE_AUDIENCES
 from lab.errors import GoldenSetError
+from lab.jsonl import json_lines
 
 GOLDEN_SET = Path(__file__).resolve().parent / "sample" / "golden.jsonl"
 CATEGORIES = (
@@ -101,17 +101,7 @@ def _question(data: Any, where: str) -> GoldenQuestion:
 
 
 def read_golden_set(path: Path) -> list[GoldenQuestion]:
-    if not path.is_file():
-        raise GoldenSetError(f"{path}: no such file")
-    questions = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise GoldenSetError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
-        questions.append(_question(data, f"{path}:{number}"))
+    questions = [_question(data, where) for data, where in json_lines(path, GoldenSetError)]
     if len({q.id for q in questions}) != len(questions):
         raise GoldenSetError(f"{path}: question ids must be unique")
     return questions

@@ -5,7 +5,6 @@ apart in a reply by its markers. Pure file work: no Django, no models."""
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from collections.abc import Iterable
@@ -13,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lab.errors import AttackSetError
+from lab.jsonl import json_lines
 
 ATTACKS = Path(__file__).resolve().parent / "sample" / "attacks.jsonl"
 CATEGORIES = (
@@ -75,17 +75,7 @@ def _attack(data: object, where: str) -> Attack:
 
 
 def read_attacks(path: Path = ATTACKS) -> list[Attack]:
-    if not path.is_file():
-        raise AttackSetError(f"{path}: no such file")
-    attacks = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise AttackSetError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
-        attacks.append(_attack(data, f"{path}:{number}"))
+    attacks = [_attack(data, where) for data, where in json_lines(path, AttackSetError)]
     if len({a.id for a in attacks}) != len(attacks):
         raise AttackSetError(f"{path}: attack ids must be unique")
     return attacks

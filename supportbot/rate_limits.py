@@ -10,10 +10,8 @@ stop one address from opening connections or posting forms without end.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -23,9 +21,6 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.core.cache import caches
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from redis.exceptions import RedisError
-
-logger = logging.getLogger(__name__)
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -66,16 +61,7 @@ class Limit:
         return Verdict(allowed, count, max(1, math.ceil(since + self.window_s - now)))
 
     def hit(self, subject: str) -> Verdict:
-        """Count one event of `subject` (an address, a username) and say whether it is within the limit.
-        With the cache unreachable (Redis down) nothing is counted and everything is allowed: a limit is a
-        defence against floods, and refusing every customer would be the flood's effect."""
-        try:
-            return self._hit(subject)
-        except RedisError:
-            logger.warning("rate limit %s not counted: the cache is unreachable", self.name)
-            return Verdict(True, 0, 1)
-
-    def _hit(self, subject: str) -> Verdict:
+        """Count one event of `subject` (an address, a username) and say whether it is within the limit."""
         key, since_key = self._keys(subject)
         cache, now = caches[self.cache_alias], time.time()
         # The window opens with the first event and both keys expire with it; incr keeps the expiry.
@@ -89,20 +75,14 @@ class Limit:
         return self._verdict(count, float(cache.get(since_key, now)), now, allowed=count <= self.count)
 
     def peek(self, subject: str) -> Verdict:
-        """Whether one more event of `subject` would be within the limit, without counting it (allowed when
-        the cache is unreachable, as for hit)."""
+        """Whether one more event of `subject` would be within the limit, without counting it."""
         key, since_key = self._keys(subject)
         cache, now = caches[self.cache_alias], time.time()
-        try:
-            count = int(cache.get(key, 0))
-        except RedisError:
-            logger.warning("rate limit %s not checked: the cache is unreachable", self.name)
-            return Verdict(True, 0, 1)
+        count = int(cache.get(key, 0))
         return self._verdict(count, float(cache.get(since_key, now)), now, allowed=count < self.count)
 
     def clear(self, subject: str) -> None:
-        with contextlib.suppress(RedisError):  # nothing was counted while the cache was unreachable
-            caches[self.cache_alias].delete_many(list(self._keys(subject)))
+        caches[self.cache_alias].delete_many(list(self._keys(subject)))
 
 
 def request_address(request: HttpRequest) -> str:

@@ -45,6 +45,19 @@ class Conversation(models.Model):
         "customers.Customer", null=True, blank=True, on_delete=models.CASCADE, related_name="conversations"
     )
     status = models.CharField(max_length=10, choices=ConversationStatus.choices, default=ConversationStatus.OPEN)
+    # The staff member the hand-off is assigned to (round-robin among those online), if any.
+    assignee = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="assigned_conversations",
+    )
+    assigned_at = models.DateTimeField(null=True, blank=True)
+    # Given by the customer when no person was available: staff replies go there as well as to the widget.
+    contact_email = models.EmailField(blank=True)
+    # The customer asked for a person: the assistant answers nothing more until staff hand the conversation back.
+    person_requested = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -168,12 +181,24 @@ class ReferralStatus(models.TextChoices):
     RESOLVED = "resolved", "Resolved"
 
 
+class HandoffReason(models.TextChoices):
+    """Why a conversation went to a person: a fixed set, shown in the queue and counted in analytics."""
+
+    CUSTOMER_ASKED = "customer_asked", "Customer asked for a person"
+    NO_KNOWLEDGE = "no_knowledge", "No knowledge"
+    UNSUPPORTED_CLAIM = "unsupported_claim", "Unsupported claim cut"
+    POLICY = "policy", "Policy"
+    PROVIDER_FAILURE = "provider_failure", "Provider failure"
+    STAFF_TOOK_OVER = "staff_took_over", "Staff took over"
+
+
 class Referral(models.Model):
     """A conversation handed to a person, with the draft and its verdicts so they see what was doubted."""
 
     turn = models.OneToOneField(Turn, on_delete=models.CASCADE, related_name="referral")
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="referrals")
-    reason = models.TextField()
+    reason_code = models.CharField(max_length=20, choices=HandoffReason.choices, default=HandoffReason.NO_KNOWLEDGE)
+    reason = models.TextField(help_text="The details behind reason_code.")
     status = models.CharField(max_length=10, choices=ReferralStatus.choices, default=ReferralStatus.OPEN)
     assignee = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -190,6 +215,8 @@ class StaffActionKind(models.TextChoices):
     REPLY = "reply", "Sent a reply"
     TAKE_OVER = "take_over", "Took the conversation over"
     RESOLVE = "resolve", "Resolved"
+    HAND_BACK = "hand_back", "Handed back to the assistant"
+    ASSIGNED = "assigned", "Was assigned the conversation"
 
 
 class StaffAction(models.Model):
@@ -269,3 +296,105 @@ class RefundDecision(models.Model):
 
     def __str__(self) -> str:
         return f"refund {self.amount} on #{self.order.number}: {'approved' if self.approved else 'to staff'}"
+
+
+class FeedbackRating(models.TextChoices):
+    UP = "up", "Helpful"
+    DOWN = "down", "Not helpful"
+
+
+class TurnFeedback(models.Model):
+    """The customer's thumbs up or down on one assistant reply: one per reply, changeable."""
+
+    turn = models.OneToOneField(Turn, on_delete=models.CASCADE, related_name="feedback")
+    rating = models.CharField(max_length=4, choices=FeedbackRating.choices)
+    reason = models.CharField(max_length=300, blank=True, help_text="The customer's short reason, on a thumbs down.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        verbose_name_plural = "turn feedback"
+
+    def __str__(self) -> str:
+        return f"{self.get_rating_display()} on turn {self.turn_id}"
+
+
+class PresenceStatus(models.TextChoices):
+    ONLINE = "online", "Online"
+    AWAY = "away", "Away"
+
+
+class StaffPresence(models.Model):
+    """Whether a staff member takes hand-offs now: set in the queue, dropped to away when their last queue
+    socket closes."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="presence")
+    status = models.CharField(max_length=6, choices=PresenceStatus.choices, default=PresenceStatus.AWAY)
+    open_sockets = models.PositiveIntegerField(default=0)
+    max_conversations = models.PositiveSmallIntegerField(
+        default=5, help_text="At most this many open hand-offs are assigned to the person at once."
+    )
+    # Round-robin: the next hand-off goes to the online person assigned one longest ago.
+    last_assigned_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["user__username"]
+        verbose_name_plural = "staff presence"
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.status})"
+
+
+class BusinessHours(models.Model):
+    """When people answer a collection's hand-offs: weekly opening periods in a time zone, and closed days.
+    A collection without business hours is staffed whenever someone is online."""
+
+    collection = models.OneToOneField(Collection, on_delete=models.CASCADE, related_name="business_hours")
+    time_zone = models.CharField(max_length=64, default="UTC", help_text='An IANA name, e.g. "Europe/Berlin".')
+
+    class Meta:
+        verbose_name_plural = "business hours"
+
+    def __str__(self) -> str:
+        return f"{self.collection} hours ({self.time_zone})"
+
+
+class Weekday(models.IntegerChoices):
+    MONDAY = 0, "Monday"
+    TUESDAY = 1, "Tuesday"
+    WEDNESDAY = 2, "Wednesday"
+    THURSDAY = 3, "Thursday"
+    FRIDAY = 4, "Friday"
+    SATURDAY = 5, "Saturday"
+    SUNDAY = 6, "Sunday"
+
+
+class OpeningPeriod(models.Model):
+    hours = models.ForeignKey(BusinessHours, on_delete=models.CASCADE, related_name="periods")
+    weekday = models.PositiveSmallIntegerField(choices=Weekday.choices)
+    opens = models.TimeField()
+    closes = models.TimeField()
+
+    class Meta:
+        ordering = ["hours", "weekday", "opens"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(opens__lt=models.F("closes")), name="period_opens_before_closing")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_weekday_display()} {self.opens:%H:%M}–{self.closes:%H:%M}"
+
+
+class ClosedDay(models.Model):
+    hours = models.ForeignKey(BusinessHours, on_delete=models.CASCADE, related_name="closed_days")
+    date = models.DateField()
+    note = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["hours", "date"]
+        constraints = [models.UniqueConstraint(fields=["hours", "date"], name="unique_closed_day")]
+
+    def __str__(self) -> str:
+        return f"closed {self.date:%Y-%m-%d}"

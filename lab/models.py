@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from django.conf import settings
 from django.db import models
 
 
@@ -47,3 +48,29 @@ class EvaluationResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id}:{self.question_id}"
+
+
+class GoldenCandidate(models.Model):
+    """A question from a real conversation that staff turned into a golden-set entry (down-voted or referred
+    turns): the section that answers it and the fact, exported in the golden JSONL format."""
+
+    turn = models.ForeignKey(
+        "conversations.Turn", null=True, blank=True, on_delete=models.SET_NULL, related_name="golden_candidates"
+    )
+    question = models.TextField(help_text="Masked, as the turn stored it; staff may edit it.")
+    answerable = models.BooleanField(default=True)
+    # Article slug and heading path rather than a chunk: chunks are replaced when the article is re-indexed.
+    article_slug = models.CharField(max_length=200, blank=True)
+    heading_path = models.CharField(max_length=1000, blank=True)
+    fact = models.TextField(blank=True, help_text="The words of the section that answer the question.")
+    audience = models.CharField(max_length=10, default="public")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="golden_candidates"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"candidate: {self.question[:60]}"

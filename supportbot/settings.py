@@ -76,6 +76,7 @@ INSTALLED_APPS = [
     "knowledge",
     "customers",
     "conversations",
+    "insights",
     "lab",
 ]
 

@@ -35,8 +35,10 @@ def _next_label(version: ArticleVersion) -> str:
     return f"{version.version_label}.{n}"
 
 
-def new_draft_from(version: ArticleVersion, *, author: object | None = None) -> ArticleVersion:
-    """A draft copy of a version, ready to edit; it will supersede the version it was made from."""
+def new_draft_from(version: ArticleVersion, *, author: object | None = None, body: str | None = None) -> ArticleVersion:
+    """A draft copy of a version, ready to edit; it will supersede the version it was made from. `body` starts
+    the draft from other text than the version's (a content gap's questions added to it)."""
+    body = version.body if body is None else body
     draft = ArticleVersion(
         article=version.article,
         version_label=_next_label(version),
@@ -44,8 +46,8 @@ def new_draft_from(version: ArticleVersion, *, author: object | None = None) -> 
         status=VersionStatus.DRAFT,
         audience=version.audience,
         supersedes=version,
-        body=version.body,
-        content_hash=hashlib.sha256(version.body.encode()).hexdigest(),
+        body=body,
+        content_hash=hashlib.sha256(body.encode()).hexdigest(),
         author=author,  # type: ignore[misc]
     )
     draft.full_clean()

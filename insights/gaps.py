@@ -214,7 +214,7 @@ def draft_body(version: ArticleVersion, gap: ContentGap) -> str:
 def start_draft(gap: ContentGap, *, author: object | None) -> ArticleVersion:
     """A draft of the nearest article with the gap's questions as a new section to write (the usual draft →
     review → publish workflow then applies), linked from the gap."""
-    gap = ContentGap.objects.select_for_update().select_related("run__collection", "draft").get(pk=gap.pk)
+    gap = ContentGap.objects.select_for_update(of=("self",)).select_related("run__collection", "draft").get(pk=gap.pk)
     if gap.draft is not None:
         raise GapError(f"This gap already has a draft: {gap.draft}.")
     if not gap.nearest_article_slug:

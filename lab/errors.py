@@ -25,3 +25,15 @@ class PiiDatasetError(ValueError):
 
 class InjectionSetupError(ValueError):
     pass
+
+
+class GoldenCandidateError(ValueError):
+    """A golden-set candidate staff cannot save as given; ``field`` names the form field to fix."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class GapLabelError(ValueError):
+    """A malformed content-gap topic labelling (lab/sample/gap_labels.jsonl)."""

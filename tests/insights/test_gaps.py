@@ -84,6 +84,7 @@ def test_it_stores_each_cluster_with_its_nearest_section(collection, embedder):
         "delivery",
         "Delivery › Where we deliver",
     )
+    assert switzerland.nearest_score is not None
     assert 0.2 < switzerland.nearest_score < 1
     assert gaps[frozenset([JOBS])].newest_at == newest.created_at
 
@@ -99,6 +100,7 @@ def test_it_finds_the_nearest_section_the_askers_could_see(collection, embedder)
     # The staff-only article answers it, so for staff it is no gap; the public still have one.
     assert staff_gap.nearest_article_slug == "refund-escalation"
     assert public_gap.nearest_article_slug in {"delivery", "returns"}
+    assert public_gap.nearest_score is not None and staff_gap.nearest_score is not None
     assert public_gap.nearest_score < staff_gap.nearest_score
 
 

@@ -18,7 +18,14 @@ from knowledge.retrieval import RetrievalConfig, default_config
 from knowledge.sources import read_beir_corpus
 from knowledge.stages import SEARCH_STAGES
 from lab.answer_evaluation import GOLDEN_SET, GoldenQuestion, QuestionResult, evaluate_answers, read_golden_set
-from lab.errors import AttackSetError, GoldenSetError, GroundingDatasetError, InjectionSetupError, PiiDatasetError
+from lab.errors import (
+    AttackSetError,
+    GapLabelError,
+    GoldenSetError,
+    GroundingDatasetError,
+    InjectionSetupError,
+    PiiDatasetError,
+)
 from lab.evaluation_runs import (
     answers_report,
     close_run,
@@ -28,6 +35,7 @@ from lab.evaluation_runs import (
     stages_report,
 )
 from lab.experiments import golden_stage_figures
+from lab.gap_evaluation import GAP_LABELS, THRESHOLDS, evaluate_gaps, read_gap_labels
 from lab.grounding_evaluation import evaluate_grounding, read_evidence_pairs
 from lab.injection_evaluation import PROVIDERS, evaluate_injection, prepare_poisoned, report_lines, services_for
 from lab.models import EvaluationKind
@@ -59,11 +67,14 @@ class Command(BaseCommand):
         "question set, with recall@3, MRR, answer correctness, abstention, audience leaks, unsupported claims "
         "shipped and the failure tree. `evaluate pii [--dataset MESSAGES.jsonl]`: personal-data masking on a "
         "labelled message set (default lab/sample/pii_test.jsonl): recall and precision by kind, kept "
-        "identifiers lost, masking latency."
+        "identifiers lost, masking latency. `evaluate gaps [--dataset LABELS.jsonl]`: content-gap clustering of the "
+        "golden and calibration sets' unanswerable questions against a topic labelling (default "
+        "lab/sample/gap_labels.jsonl): the threshold tuned on the calibration questions, purity, inverse purity "
+        "and adjusted Rand index on the golden ones."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("what", choices=["retrieval", "grounding", "answers", "pii", "injection"])
+        parser.add_argument("what", choices=["retrieval", "grounding", "answers", "pii", "injection", "gaps"])
         parser.add_argument(
             "--dataset",
             type=Path,
@@ -149,6 +160,37 @@ class Command(BaseCommand):
         self.stdout.write("\n".join(pii_table(figures)))
         if options["json"]:
             options["json"].write_text(json.dumps(figures.as_json(), indent=2, ensure_ascii=False))
+
+    def _gaps(self, options: dict[str, Any]) -> None:
+        try:
+            labelled = read_gap_labels(options["dataset"] or GAP_LABELS)
+            bar = tqdm(total=len(THRESHOLDS), unit="threshold", disable=not sys.stderr.isatty())
+            evaluation = evaluate_gaps(labelled, default_embedder(), progress=lambda: bar.update(1))
+            bar.close()
+        except GapLabelError as exc:
+            raise CommandError(str(exc)) from None
+        columns = ["threshold", "clusters", "purity", "inverse_purity", "f", "adjusted_rand"]
+        tune = evaluation.sweep[0]
+        self.stdout.write(f"calibration questions ({tune.questions}, {tune.topics} topics): tuning the threshold")
+        self.stdout.write("  " + "".join(f"{c:>15}" for c in columns))
+        for figures in evaluation.sweep:
+            mark = "  ← chosen (best f)" if figures.threshold == evaluation.chosen else ""
+            self.stdout.write("  " + "".join(f"{getattr(figures, c):>15}" for c in columns) + mark)
+        test, alone = evaluation.test, evaluation.singletons
+        self.stdout.write(
+            f"golden questions ({test.questions}, {test.topics} topics) at threshold {evaluation.chosen}: "
+            f"{test.clusters} clusters · purity {test.purity} · inverse purity {test.inverse_purity} · f {test.f} · "
+            f"adjusted Rand {test.adjusted_rand}"
+        )
+        self.stdout.write(
+            f"  each question alone: purity {alone.purity} · inverse purity {alone.inverse_purity} · f {alone.f} · "
+            f"adjusted Rand {alone.adjusted_rand}"
+        )
+        for group in evaluation.test_groups:
+            if len(group) > 1:
+                self.stdout.write("  cluster: " + " | ".join(group))
+        if options["json"]:
+            options["json"].write_text(json.dumps(evaluation.as_json(), indent=2, ensure_ascii=False))
 
     def _answers(self, options: dict[str, Any]) -> None:
         name = options["collection"] or "helpcentre"
@@ -271,6 +313,9 @@ class Command(BaseCommand):
             return
         if options["what"] == "pii":
             self._pii(options)
+            return
+        if options["what"] == "gaps":
+            self._gaps(options)
             return
         if options["dataset"] is None:
             raise CommandError(f"evaluate {options['what']} needs --dataset DIR.")

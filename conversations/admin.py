@@ -13,6 +13,7 @@ from django.db.models import Max, Model, QuerySet, Value
 from django.http import HttpRequest, HttpResponse
 from django.template.defaultfilters import linebreaksbr
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
@@ -21,12 +22,14 @@ from conversations.models import (
     Claim,
     Conversation,
     ConversationSummary,
+    Decision,
     Message,
     Referral,
     RefundDecision,
     StaffAction,
     SystemPolicy,
     Turn,
+    TurnFeedback,
     Verdict,
 )
 from conversations.pii import PERSONAL_DATA_PERMISSION
@@ -164,9 +167,9 @@ class ClaimInline(ReadOnlyInline):
 
 @admin.register(Turn)
 class TurnAdmin(ReadOnly, PersonalDataAdmin):
-    list_display = ("id", "conversation", "decision", "generator", "evidence_score", "created_at")
-    list_filter = ("decision", "generator")
-    list_select_related = ("conversation",)
+    list_display = ("id", "conversation", "decision", "generator", "evidence_score", "rating", "created_at")
+    list_filter = ("decision", "generator", "feedback__rating")
+    list_select_related = ("conversation", "feedback")
     fieldsets = (
         (
             None,
@@ -186,13 +189,46 @@ class TurnAdmin(ReadOnly, PersonalDataAdmin):
         ("Retrieval", {"fields": ("candidate_table", "context_passages")}),
         ("Reply", {"fields": ("draft", "reply", "citation_list")}),
         ("Decision", {"fields": ("signals", "reading")}),
+        ("Customer feedback", {"fields": ("rating", "feedback_reason", "golden_candidate")}),
         ("Diagnostics", {"fields": ("latency_table", "note_list")}),
     )
     readonly_fields = flatten_fieldsets(fieldsets)
     inlines = [ClaimInline]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Turn]:
-        return super().get_queryset(request).select_related("customer_message", "referral")
+        return super().get_queryset(request).select_related("customer_message", "referral", "feedback")
+
+    def _feedback(self, obj: Turn) -> TurnFeedback | None:
+        try:
+            return obj.feedback
+        except TurnFeedback.DoesNotExist:
+            return None
+
+    @admin.display(description="rating")
+    def rating(self, obj: Turn) -> str | None:
+        feedback = self._feedback(obj)
+        return feedback.get_rating_display() if feedback else None
+
+    @admin.display(description="customer's reason")
+    def feedback_reason(self, obj: Turn) -> str | None:
+        # Stored masked (conversations/feedback.py), so it is shown as stored.
+        feedback = self._feedback(obj)
+        return (feedback.reason or None) if feedback else None
+
+    @admin.display(description="golden set")
+    def golden_candidate(self, obj: Turn) -> SafeString | None:
+        """For a down-voted or referred turn, a button to the lab's form that makes it a golden-set candidate
+        (linked by URL name: the lab builds on conversations, not the other way round)."""
+        feedback = self._feedback(obj)
+        referred = obj.decision == Decision.REFERRED or getattr(obj, "referral", None) is not None
+        if not referred and not (feedback and feedback.rating == "down"):
+            return None
+        made = obj.golden_candidates.count()
+        return format_html(
+            '<a class="button" data-role="make-golden-candidate" href="{}">Make a golden-set candidate</a>{}',
+            reverse("admin:lab_goldencandidate_from_turn", args=[obj.pk]),
+            f" ({made} made from this turn already)" if made else "",
+        )
 
     @admin.display(description="referral")
     def referral_link(self, obj: Turn) -> SafeString | None:

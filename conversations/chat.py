@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from conversations import events
 from conversations.errors import ChatError
+from conversations.feedback import rating_of
 from conversations.intake import claim_answer
 from conversations.models import (
     Conversation,
@@ -143,6 +144,7 @@ def reply_frame(turn: Turn) -> dict[str, Any]:
         "text": turn.reply,
         "decision": turn.decision,
         "citations": turn.citations,
+        "rating": rating_of(turn),
     }
 
 
@@ -150,7 +152,9 @@ def history_frames(conversation: Conversation, after: int) -> list[dict[str, Any
     """Every message after ``after`` (a seq the client has shown), as the frames that first carried them."""
     if conversation.pk is None:
         return []
-    messages = conversation.messages.filter(pk__gt=after).select_related("author", "answered_turn__customer_message")
+    messages = conversation.messages.filter(pk__gt=after).select_related(
+        "author", "answered_turn__customer_message", "answered_turn__feedback"
+    )
     frames = []
     for message in messages.order_by("pk"):
         turn = getattr(message, "answered_turn", None)

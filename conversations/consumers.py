@@ -21,12 +21,21 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
-from conversations import chat, staff
+from conversations import chat, feedback, staff
 from conversations.errors import FrameError, QueueUnavailable
 from conversations.events import STAFF_GROUP, conversation_group
 from conversations.intake import store_customer_message
 from conversations.models import Conversation, Message
-from conversations.protocol import CustomerMessage, Handoff, Hello, TokenBucket, Typing, parse_frame, parse_staff_typing
+from conversations.protocol import (
+    CustomerMessage,
+    Feedback,
+    Handoff,
+    Hello,
+    TokenBucket,
+    Typing,
+    parse_frame,
+    parse_staff_typing,
+)
 from conversations.turn_queue import runner
 
 logger = logging.getLogger(__name__)
@@ -108,6 +117,10 @@ class ChatConsumer(AsyncWebsocketConsumer):
                     )
             elif isinstance(frame, Handoff):
                 await _database(chat.request_handoff)(self.conversation)
+            elif isinstance(frame, Feedback):
+                await _database(feedback.give_feedback)(
+                    self.conversation, reply_seq=frame.seq, rating=frame.rating, reason=frame.reason
+                )
         except (FrameError, chat.ChatError) as exc:
             error = exc.as_frame() if isinstance(exc, FrameError) else {"type": "error", "code": exc.code}
             error.setdefault("message", str(exc))

@@ -15,6 +15,9 @@ client → server
       The customer is typing (shown to staff).
   {"type": "handoff"}
       The customer asks for a person: the conversation joins the staff queue.
+  {"type": "feedback", "seq": int, "rating": "up"|"down", "reason": str (optional, thumbs down only)}
+      The customer's rating of the assistant reply ``seq`` (one of this conversation's); a later rating of
+      the same reply replaces it. The reason is at most 300 characters.
 
 server → client
   {"type": "welcome", "conversation": uuid, "token": str, "status": str, "signed_in": bool,
@@ -35,10 +38,12 @@ server → client
       a message from someone else: a staff member, or this customer in another tab
   {"type": "typing", "role": "staff"}
   {"type": "status", "status": "open"|"referred"|"human"|"closed"}
+  {"type": "feedback", "seq": int, "rating": "up"|"down"}    a rating is stored (sent to every tab)
   {"type": "error", "code": str, "message": str, "id": str (when the error concerns one message)}
 
 A message in ``welcome.messages`` has the shape of a ``message`` frame; an assistant's reply in it also
-carries ``decision``, ``citations`` and ``id`` (the question's id), like a ``reply`` frame. Statuses:
+carries ``decision``, ``citations``, ``id`` (the question's id) and ``rating`` (the customer's stored
+rating, or null), like a ``reply`` frame. Statuses:
 ``open`` the assistant answers; ``referred`` a person has been asked to follow up (the assistant still
 answers); ``human`` a person has taken over (the assistant is silent); ``closed``.
 
@@ -89,7 +94,17 @@ class Handoff:
     pass
 
 
-Frame = Hello | CustomerMessage | Typing | Handoff
+@dataclass(frozen=True)
+class Feedback:
+    seq: int
+    rating: str
+    reason: str = ""
+
+
+FEEDBACK_RATINGS = ("up", "down")
+MAX_FEEDBACK_REASON_CHARS = 300
+
+Frame = Hello | CustomerMessage | Typing | Handoff | Feedback
 
 
 def _json_object(text: str | None, *, max_bytes: int, binary: bool) -> dict[str, Any]:
@@ -123,7 +138,11 @@ def parse_frame(text: str | None, *, max_bytes: int, binary: bool = False) -> Fr
         return Typing()
     if kind == "handoff":
         return Handoff()
-    raise FrameError("unknown_type", f"Unknown frame type {kind!r}; expected hello, message, typing or handoff.")
+    if kind == "feedback":
+        return _feedback(data)
+    raise FrameError(
+        "unknown_type", f"Unknown frame type {kind!r}; expected hello, message, typing, handoff or feedback."
+    )
 
 
 def _hello(data: dict[str, Any]) -> Hello:
@@ -152,6 +171,28 @@ def _message(data: dict[str, Any]) -> CustomerMessage:
     except UnicodeEncodeError:
         raise FrameError("invalid_text", "The message is not valid UTF-8 text.", message_id) from None
     return CustomerMessage(message_id, text)
+
+
+def _feedback(data: dict[str, Any]) -> Feedback:
+    seq, rating, reason = data.get("seq"), data.get("rating"), data.get("reason")
+    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
+        raise FrameError("bad_frame", "feedback.seq must be the seq of the reply being rated (a whole number ≥ 1).")
+    if rating not in FEEDBACK_RATINGS:
+        raise FrameError("bad_rating", f'feedback.rating must be "up" or "down", not {rating!r}.')
+    if reason is not None and not isinstance(reason, str):
+        raise FrameError("bad_frame", "feedback.reason must be text, or left out.")
+    cleaned = (reason or "").replace("\x00", "").strip()
+    try:
+        cleaned.encode("utf-8")
+    except UnicodeEncodeError:
+        raise FrameError("invalid_text", "The reason is not valid UTF-8 text.") from None
+    if len(cleaned) > MAX_FEEDBACK_REASON_CHARS:
+        raise FrameError(
+            "reason_too_long", f"The reason is {len(cleaned)} characters; the limit is {MAX_FEEDBACK_REASON_CHARS}."
+        )
+    if cleaned and rating == "up":
+        raise FrameError("bad_frame", "feedback.reason goes with a thumbs down only.")
+    return Feedback(seq, rating, cleaned)
 
 
 STAFF_FRAME_BYTES = 1024

@@ -9,6 +9,7 @@ from typing import Any
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 
+from conversations.feedback import conversation_feedback
 from conversations.models import Conversation, ConversationStatus, Message, Referral, ReferralStatus, Role
 from conversations.pii import PERSONAL_DATA_PERMISSION
 
@@ -59,6 +60,7 @@ def card_context(conversation: Conversation, user: Any) -> dict[str, Any]:
             for r in referrals
         ],
         "transcript": [_shown(m, unmasked) for m in reversed(messages)],
+        "feedback": conversation_feedback(conversation),
         "actions": list(conversation.staff_actions.order_by("-created_at")[:10]),
         "suggested_reply": _suggested_reply(conversation, list(referrals)),
     }

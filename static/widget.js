@@ -34,6 +34,7 @@
   var BACKOFF_MAX_MS = 15000;
   var WELCOME_WAIT_MS = 10000; // a socket that opens but never says welcome is dropped and retried
   var CLIENT_ID = /^[A-Za-z0-9_-]{1,64}$/;
+  var MAX_REASON_CHARS = 300; // a thumbs down's reason, as conversations/protocol.py allows
 
   var TEXT = {
     launcher: "Chat with us",
@@ -53,6 +54,14 @@
     staffTyping: "Support team is typing…",
     staffLabel: "Support team",
     sources: "Sources",
+    rateAsk: "Was this helpful?",
+    rateUp: "Helpful",
+    rateDown: "Not helpful",
+    rateThanks: "Thanks for your feedback.",
+    reasonLabel: "What was wrong? (optional)",
+    reasonSend: "Send",
+    reasonThanks: "Thanks, we'll use that to improve.",
+    reasonTooLong: function (n) { return n + " characters; the limit is " + MAX_REASON_CHARS + "."; },
     tooLong: function (n) { return n + " characters over the limit of " + MAX_CHARS + "."; },
     charsLeft: function (n) { return n + (n === 1 ? " character" : " characters") + " left."; },
   };
@@ -226,6 +235,23 @@
     "  border: 2px solid #1f4d3a; border-radius: 8px; background: #ffffff; color: #1f4d3a; font-weight: 600;",
     "  cursor: pointer; }",
     ".notice .handoff:hover { background: #e8f1ec; }",
+    // Thumbs on a reply: one group per reply, the stored rating shown pressed.
+    ".feedback { display: flex; flex-wrap: wrap; align-items: center; gap: 6px; margin: 8px 0 0; padding: 6px 0 0;",
+    "  border-top: 1px solid #d3d9d6; font-size: 13px; white-space: normal; }",
+    ".feedback .ask { color: #3f4753; }",
+    ".thumb { min-height: 32px; padding: 2px 10px; border: 1px solid #6b7570; border-radius: 999px;",
+    "  background: #ffffff; color: #1a1a1a; font-size: 13px; cursor: pointer; }",
+    ".thumb:hover { background: #e8f1ec; }",
+    ".thumb[aria-pressed='true'] { background: #1f4d3a; border-color: #1f4d3a; color: #ffffff; font-weight: 600; }",
+    ".feedback .said { flex-basis: 100%; color: #3f4753; }",
+    ".feedback .said:empty { display: none; }",
+    ".reason { display: flex; flex-basis: 100%; flex-direction: column; gap: 4px; }",
+    ".reason label { font-size: 12px; font-weight: 600; color: #2b2f33; }",
+    ".reason .reason-row { display: flex; gap: 6px; }",
+    ".reason input { flex: 1 1 auto; min-width: 0; min-height: 32px; padding: 4px 8px; font: inherit;",
+    "  border: 1px solid #6b7570; border-radius: 6px; background: #ffffff; color: #1a1a1a; }",
+    ".reason button { flex: none; min-height: 32px; padding: 4px 12px; border: 0; border-radius: 6px;",
+    "  background: #1f4d3a; color: #ffffff; font-weight: 600; cursor: pointer; }",
     ".error { align-self: stretch; margin: 0; padding: 6px 10px; border-radius: 8px; background: #fdecec;",
     "  color: #8a1616; font-size: 13px; border: 1px solid #e7b3b3; overflow-wrap: anywhere; }",
     ".typing { margin: 0; padding: 2px 16px 4px; min-height: 0; color: #3f4753; font-size: 13px;",
@@ -260,7 +286,7 @@
     "  .bubble { max-width: 92%; }",
     "}",
     "@media (forced-colors: active) {",
-    "  .bubble, .notice.decision, .error, .launcher, .send, .handoff { border: 1px solid CanvasText; }",
+    "  .bubble, .notice.decision, .error, .launcher, .send, .handoff, .thumb { border: 1px solid CanvasText; }",
     "}",
   ].join("\n");
 
@@ -318,6 +344,7 @@
   var pendingHandoff = false;
   var status = null;       // the conversation's last known status
   var followUpShown = false;
+  var ratingsToSend = new Map(); // reply seq → feedback frame chosen while disconnected
 
   var seen = new Map();          // seq → element rendered for it
   var customerById = new Map();  // client id → customer bubble
@@ -555,6 +582,7 @@
       case "typing": return onTyping(frame);
       case "status": return onStatus(str(frame.status));
       case "error": return onError(frame);
+      case "feedback": return onFeedback(frame);
       // The assistant is answering others first ("queued", with a place in line) or the line is full
       // ("busy": the message is kept and goes in as soon as there is room).
       case "queued":
@@ -598,6 +626,7 @@
       sendFrame({ type: "message", id: m.id, text: m.text });
     });
     if (pendingHandoff && sendFrame({ type: "handoff" })) pendingHandoff = false;
+    sendWaitingRatings();
     scrollToEnd(false);
   }
 
@@ -664,6 +693,7 @@
     }
     finishReply(bubble, frame);
     if (seq !== null) {
+      feedbackControls(bubble, seq, frame.rating);
       bubble.setAttribute("data-seq", String(seq));
       seen.set(seq, bubble);
       bumpSeq(seq);
@@ -971,6 +1001,89 @@
     state.unacked.forEach(function (m) {
       if (!customerById.has(m.id)) customerBubble(m.text, m.id, null, "pending");
     });
+  }
+
+  // ---------------------------------------------------------------- feedback on replies
+
+  // Thumbs up / down under a stored reply (it has a seq), with an optional reason on a thumbs down.
+  function feedbackControls(bubble, seq, rating) {
+    var old = bubble.querySelector("[data-role='feedback']");
+    if (old) old.remove();
+    var up = el("button", { type: "button", className: "thumb", "data-role": "thumb-up", "aria-pressed": "false",
+      text: TEXT.rateUp });
+    var down = el("button", { type: "button", className: "thumb", "data-role": "thumb-down",
+      "aria-pressed": "false", text: TEXT.rateDown });
+    var said = el("span", { className: "said", "data-role": "feedback-said", "aria-live": "polite" });
+    var inputId = "sb-reason-" + seq;
+    var input = el("input", { type: "text", id: inputId, "data-role": "feedback-reason", autocomplete: "off",
+      maxlength: String(MAX_REASON_CHARS) });
+    var reasonForm = el("form", { className: "reason", "data-role": "feedback-form", novalidate: true,
+      hidden: true }, [
+      el("label", { for: inputId, text: TEXT.reasonLabel }),
+      el("div", { className: "reason-row" }, [
+        input,
+        el("button", { type: "submit", "data-role": "feedback-send", text: TEXT.reasonSend }),
+      ]),
+    ]);
+    var box = el("div", { className: "feedback", "data-role": "feedback", role: "group",
+      "aria-label": TEXT.rateAsk }, [el("span", { className: "ask", text: TEXT.rateAsk }), up, down, said,
+      reasonForm]);
+    box._up = up;
+    box._down = down;
+    up.addEventListener("click", function () {
+      reasonForm.hidden = true;
+      rate(box, seq, "up", "");
+      said.textContent = TEXT.rateThanks;
+    });
+    down.addEventListener("click", function () {
+      rate(box, seq, "down", "");
+      said.textContent = TEXT.rateThanks;
+      reasonForm.hidden = false;
+      input.focus();
+    });
+    reasonForm.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var reason = cleanText(input.value);
+      if (codePoints(reason) > MAX_REASON_CHARS) {
+        said.textContent = TEXT.reasonTooLong(codePoints(reason));
+        return;
+      }
+      if (reason) rate(box, seq, "down", reason);
+      reasonForm.hidden = true;
+      said.textContent = reason ? TEXT.reasonThanks : TEXT.rateThanks;
+    });
+    bubble.appendChild(box);
+    showRating(box, rating === "up" || rating === "down" ? rating : null);
+  }
+
+  function showRating(box, rating) {
+    box._up.setAttribute("aria-pressed", rating === "up" ? "true" : "false");
+    box._down.setAttribute("aria-pressed", rating === "down" ? "true" : "false");
+    if (rating) box.setAttribute("data-rating", rating);
+    else box.removeAttribute("data-rating");
+  }
+
+  function rate(box, seq, rating, reason) {
+    var frame = { type: "feedback", seq: seq, rating: rating };
+    if (reason) frame.reason = reason;
+    showRating(box, rating);
+    // Not connected: the latest choice for this reply goes out with the next welcome.
+    if (connected && sendFrame(frame)) ratingsToSend.delete(seq);
+    else ratingsToSend.set(seq, frame);
+  }
+
+  function sendWaitingRatings() {
+    ratingsToSend.forEach(function (frame, seq) {
+      if (sendFrame(frame)) ratingsToSend.delete(seq);
+    });
+  }
+
+  // A rating stored by the server: this tab's own, or one given in another tab.
+  function onFeedback(frame) {
+    var seq = seqOf(frame.seq);
+    var bubble = seq !== null ? seen.get(seq) : null;
+    var box = bubble ? bubble.querySelector("[data-role='feedback']") : null;
+    if (box && (frame.rating === "up" || frame.rating === "down")) showRating(box, frame.rating);
   }
 
   // ---------------------------------------------------------------- customer actions

@@ -12,4 +12,5 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("help/", include("knowledge.urls")),
     path("staff/", include("conversations.urls")),
+    path("staff/", include("insights.urls")),
 ]

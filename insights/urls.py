@@ -1,0 +1,8 @@
+from django.urls import path
+
+from insights import views
+
+urlpatterns = [
+    path("analytics", views.analytics, name="staff-analytics"),
+    path("analytics.csv", views.analytics_csv, name="staff-analytics-csv"),
+]

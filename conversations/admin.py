@@ -5,6 +5,7 @@ conversations.view_personal_data permission."""
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.options import BaseModelAdmin
@@ -17,16 +18,21 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from conversations.availability import for_collection, valid_time_zone
 from conversations.erasure import erase_customer, erasure_preview
 from conversations.models import (
+    BusinessHours,
     Claim,
+    ClosedDay,
     Conversation,
     ConversationSummary,
     Decision,
     Message,
+    OpeningPeriod,
     Referral,
     RefundDecision,
     StaffAction,
+    StaffPresence,
     SystemPolicy,
     Turn,
     TurnFeedback,
@@ -306,12 +312,13 @@ class TurnAdmin(ReadOnly, PersonalDataAdmin):
 
 @admin.register(Referral)
 class ReferralAdmin(PersonalDataAdmin):
-    list_display = ("id", "conversation", "status", "assignee", "created_at", "reason")
-    list_filter = ("status",)
+    list_display = ("id", "conversation", "status", "reason_code", "assignee", "created_at", "reason")
+    list_filter = ("status", "reason_code")
     readonly_fields = (
         "turn",
         "conversation",
         "assignee",
+        "reason_code",
         "reason",
         "customer_question",
         "draft",
@@ -323,6 +330,7 @@ class ReferralAdmin(PersonalDataAdmin):
         "turn",
         "status",
         "assignee",
+        "reason_code",
         "reason",
         "customer_question",
         "draft",
@@ -361,6 +369,22 @@ class ReferralAdmin(PersonalDataAdmin):
                 ),
             ),
         )
+
+
+@admin.register(StaffPresence)
+class StaffPresenceAdmin(admin.ModelAdmin):
+    """Only the limit is set here: online / away and the socket count are the queue page's (a status set
+    by hand would never be dropped when the person leaves, nor hand their conversations on)."""
+
+    list_display = ("user", "status", "open_sockets", "max_conversations", "last_assigned_at")
+    list_filter = ("status",)
+    list_editable = ("max_conversations",)
+    list_select_related = ("user",)
+    readonly_fields = ("status", "open_sockets", "last_assigned_at", "updated_at")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> tuple[str, ...]:
+        # The person is chosen when the row is added by hand, never changed afterwards.
+        return (*self.readonly_fields, "user") if obj is not None else self.readonly_fields
 
 
 @admin.register(StaffAction)
@@ -440,3 +464,59 @@ class CustomerWithErasureAdmin(CustomerAdmin):
 
 admin.site.unregister(Customer)
 admin.site.register(Customer, CustomerWithErasureAdmin)
+
+
+# --- Business hours: when people answer a collection's hand-offs (conversations/availability.py) ---------
+
+
+class BusinessHoursForm(forms.ModelForm):
+    class Meta:
+        model = BusinessHours
+        fields = ("collection", "time_zone")
+
+    def clean_time_zone(self) -> str:
+        name = self.cleaned_data["time_zone"].strip()
+        if not valid_time_zone(name):
+            raise forms.ValidationError(
+                f"{name!r} is not a time zone this server knows. Use an IANA name such as Europe/Berlin, "
+                "America/New_York or UTC."
+            )
+        return str(name)
+
+
+class OpeningPeriodForm(forms.ModelForm):
+    class Meta:
+        model = OpeningPeriod
+        fields = ("weekday", "opens", "closes")
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        opens, closes = cleaned.get("opens"), cleaned.get("closes")
+        if opens is not None and closes is not None and opens >= closes:
+            raise forms.ValidationError(
+                f"A period must open before it closes ({opens:%H:%M} is not before {closes:%H:%M}). For hours "
+                "past midnight, add one period until 23:59 and another from 00:00 the next day."
+            )
+        return cleaned
+
+
+class OpeningPeriodInline(admin.TabularInline):
+    model = OpeningPeriod
+    form = OpeningPeriodForm
+    extra = 0
+
+
+class ClosedDayInline(admin.TabularInline):
+    model = ClosedDay
+    extra = 0
+
+
+@admin.register(BusinessHours)
+class BusinessHoursAdmin(admin.ModelAdmin):
+    form = BusinessHoursForm
+    list_display = ("collection", "time_zone", "now")
+    inlines = [OpeningPeriodInline, ClosedDayInline]
+
+    @admin.display(description="a person available now?")
+    def now(self, obj: BusinessHours) -> str:
+        return for_collection(obj.collection).message

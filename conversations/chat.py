@@ -13,13 +13,14 @@ from django.core import signing
 from django.db import transaction
 from django.utils import timezone
 
-from conversations import events
+from conversations import assignment, availability, events, notifications
 from conversations.errors import ChatError
 from conversations.feedback import rating_of
 from conversations.intake import claim_answer
 from conversations.models import (
     Conversation,
     ConversationStatus,
+    HandoffReason,
     Message,
     Referral,
     ReferralStatus,
@@ -170,12 +171,28 @@ def welcome_frame(conversation: Conversation, after: int) -> dict[str, Any]:
         "status": conversation.status,
         "signed_in": conversation.customer_id is not None,
         "messages": history_frames(conversation, after),
+        **_handoff_state(conversation),
+    }
+
+
+def status_frame(conversation: Conversation) -> dict[str, Any]:
+    return {"type": "status", "status": conversation.status, **_handoff_state(conversation)}
+
+
+def _handoff_state(conversation: Conversation) -> dict[str, Any]:
+    """What the widget needs to say about reaching a person: whether one is available (and if not, when one
+    will be back), whether the customer asked for one, and whether an e-mail address is worth asking for."""
+    return {
+        "availability": availability.for_collection(conversation.collection).as_frame(),
+        "person_requested": conversation.person_requested,
+        "contact_email": bool(conversation.contact_email),
+        "email_replies": settings.EMAIL_REPLIES,
     }
 
 
 def unanswered(conversation: Conversation) -> list[Message]:
     """Customer messages stored but never answered (the server stopped mid-turn): answered on resume."""
-    if conversation.pk is None or conversation.status == ConversationStatus.HUMAN:
+    if conversation.pk is None or conversation.status == ConversationStatus.HUMAN or conversation.person_requested:
         return []
     return list(conversation.messages.filter(role=Role.CUSTOMER, turn__isnull=True).order_by("pk"))
 
@@ -200,7 +217,7 @@ def answer_in_worker(message_id: int) -> TurnResult | None:
     Runs in a worker thread; returns None when the message needs no answer from the assistant."""
     message = Message.objects.select_related("conversation__collection").get(pk=message_id)
     conversation = message.conversation
-    if conversation.status == ConversationStatus.HUMAN or not claim_answer(message):
+    if conversation.status == ConversationStatus.HUMAN or conversation.person_requested or not claim_answer(message):
         return None
     question = message.client_id or None
     result = answer_message(
@@ -213,7 +230,7 @@ def answer_in_worker(message_id: int) -> TurnResult | None:
     events.to_customer(conversation, reply_frame(turn))
     conversation.refresh_from_db(fields=["status"])
     if result.decision == "referred":
-        events.to_customer(conversation, {"type": "status", "status": conversation.status})
+        events.to_customer(conversation, status_frame(conversation))
         events.queue_changed(conversation)
     return result
 
@@ -225,27 +242,55 @@ def turn_services() -> Any:
 
 @transaction.atomic
 def request_handoff(conversation: Conversation) -> Referral:
-    """The customer asked for a person: their latest turn goes to the staff queue."""
+    """The customer asked for a person: their latest turn goes to the staff queue, and the assistant answers
+    nothing more in this conversation until staff hand it back. A turn already referred for another reason
+    keeps that reason (it came first); a new or reopened referral says the customer asked."""
     turn = conversation.turns.order_by("-pk").first() if conversation.pk is not None else None
     if turn is None:
         raise ChatError("nothing_to_hand_off", "Ask your question first; a person will see it with the conversation.")
+    # The connection's copy of the conversation is as old as the connection; staff may have taken it since.
+    conversation.refresh_from_db(fields=["status", "person_requested", "contact_email"])
     referral, created = Referral.objects.get_or_create(
-        turn=turn, defaults={"conversation": conversation, "reason": "the customer asked for a person"}
+        turn=turn,
+        defaults={
+            "conversation": conversation,
+            "reason_code": HandoffReason.CUSTOMER_ASKED,
+            "reason": "the customer asked for a person",
+        },
     )
     if not created and referral.status == ReferralStatus.RESOLVED:
         referral.status, referral.resolved_at = ReferralStatus.OPEN, None
+        referral.reason_code = HandoffReason.CUSTOMER_ASKED
         referral.reason = f"{referral.reason}; the customer asked for a person again"
-        referral.save(update_fields=["status", "resolved_at", "reason"])
+        referral.save(update_fields=["status", "resolved_at", "reason_code", "reason"])
     if conversation.status == ConversationStatus.OPEN:
         conversation.status = ConversationStatus.REFERRED
-        conversation.save(update_fields=["status", "updated_at"])
+    conversation.person_requested = True
+    conversation.save(update_fields=["status", "person_requested", "updated_at"])
+    assignment.assign(conversation)
     transaction.on_commit(lambda: _announce_status(conversation))
     return referral
 
 
 def _announce_status(conversation: Conversation) -> None:
-    events.to_customer(conversation, {"type": "status", "status": conversation.status})
+    events.to_customer(conversation, status_frame(conversation))
     events.queue_changed(conversation)
+
+
+def save_contact(conversation: Conversation, email: str) -> dict[str, Any]:
+    """The customer's e-mail address for staff replies while nobody is available (``email`` is checked by the
+    protocol). Storing it stores the conversation: an address is worth keeping even before a question."""
+    if not settings.EMAIL_REPLIES:
+        raise ChatError("email_unavailable", "Replies by e-mail are not set up here; please keep this page open.")
+    conversation = stored(conversation)
+    conversation.contact_email = email
+    conversation.save(update_fields=["contact_email", "updated_at"])
+    transaction.on_commit(lambda: events.queue_changed(conversation))
+    return {
+        "type": "contact",
+        "saved": True,
+        "message": f"Thanks. We'll e-mail {email} when a person replies, with a link back to this chat.",
+    }
 
 
 # --- The staff's side -----------------------------------------------------------------------
@@ -258,7 +303,7 @@ def _open_referrals(conversation: Conversation) -> list[Referral]:
 def _act(conversation: Conversation, user: Any, kind: str, message: Message | None = None) -> list[Referral]:
     """Record who did what; the open referrals become this person's."""
     referrals = _open_referrals(conversation)
-    if not referrals and conversation.status != ConversationStatus.HUMAN:
+    if not referrals and conversation.status != ConversationStatus.HUMAN and not conversation.person_requested:
         raise ChatError("not_waiting", "This conversation is not waiting for a person.")
     for referral in referrals:
         if referral.status == ReferralStatus.OPEN or kind == StaffActionKind.TAKE_OVER:
@@ -288,6 +333,10 @@ def send_staff_reply(conversation: Conversation, user: Any, text: str) -> Messag
     _act(conversation, user, StaffActionKind.REPLY, message)
     conversation.save(update_fields=["updated_at"])
     transaction.on_commit(lambda: _announce_message(message))
+    if conversation.contact_email:
+        # After commit: a reply rolled back is never mailed, and a failed send cannot undo the reply.
+        token, author = issue_token(conversation), author_name(user)
+        transaction.on_commit(lambda: notifications.email_staff_reply(message, token=token, author=author))
     return message
 
 
@@ -298,22 +347,58 @@ def _announce_message(message: Message) -> None:
 
 @transaction.atomic
 def take_over(conversation: Conversation, user: Any) -> None:
-    """A person takes the conversation: the assistant stays silent until it is resolved."""
+    """A person takes the conversation: the assistant stays silent until it is resolved, and it is theirs."""
+    if not _open_referrals(conversation) and conversation.status == ConversationStatus.OPEN:
+        _refer_for_take_over(conversation)
     _act(conversation, user, StaffActionKind.TAKE_OVER)
+    assignment.take(conversation, user)
     conversation.status = ConversationStatus.HUMAN
     conversation.save(update_fields=["status", "updated_at"])
     transaction.on_commit(lambda: _announce_status(conversation))
 
 
+def _refer_for_take_over(conversation: Conversation) -> None:
+    """Staff take over a conversation nobody had referred: the hand-off is recorded against its latest turn
+    with the reason "staff took over", so the queue and the analytics count it like any other."""
+    turn = conversation.turns.order_by("-pk").first()
+    if turn is None:
+        raise ChatError("nothing_to_take_over", "The customer has not asked anything yet.")
+    referral, created = Referral.objects.get_or_create(
+        turn=turn,
+        defaults={
+            "conversation": conversation,
+            "reason_code": HandoffReason.STAFF_TOOK_OVER,
+            "reason": "a staff member took the conversation over",
+        },
+    )
+    if not created:  # the turn's earlier referral was resolved: it is open again, with its first reason
+        referral.status, referral.resolved_at = ReferralStatus.OPEN, None
+        referral.save(update_fields=["status", "resolved_at"])
+
+
 @transaction.atomic
 def resolve(conversation: Conversation, user: Any) -> None:
-    """Close every open referral of the conversation; the assistant answers it again."""
-    referrals = _act(conversation, user, StaffActionKind.RESOLVE)
+    """Close every open referral of the conversation; the assistant answers it again, unless the customer
+    asked for a person: then it stays in the queue, the assistant silent, until staff hand it back."""
+    _release(conversation, user, StaffActionKind.RESOLVE)
+
+
+@transaction.atomic
+def hand_back(conversation: Conversation, user: Any) -> None:
+    """Staff give the conversation back to the assistant, the customer's request for a person included."""
+    _release(conversation, user, StaffActionKind.HAND_BACK)
+
+
+def _release(conversation: Conversation, user: Any, kind: str) -> None:
+    referrals = _act(conversation, user, kind)
     Referral.objects.filter(pk__in=[r.pk for r in referrals]).update(
         status=ReferralStatus.RESOLVED, resolved_at=timezone.now()
     )
-    conversation.status = ConversationStatus.OPEN
-    conversation.save(update_fields=["status", "updated_at"])
+    if kind == StaffActionKind.HAND_BACK:
+        conversation.person_requested = False
+    conversation.status = ConversationStatus.REFERRED if conversation.person_requested else ConversationStatus.OPEN
+    conversation.save(update_fields=["status", "person_requested", "updated_at"])
+    assignment.assign_waiting()  # the assignee has a place free
     transaction.on_commit(lambda: _announce_status(conversation))
 
 

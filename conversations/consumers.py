@@ -21,20 +21,22 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
-from conversations import chat, feedback, staff
+from conversations import chat, feedback, presence, staff
 from conversations.errors import FrameError, QueueUnavailable
-from conversations.events import STAFF_GROUP, conversation_group
+from conversations.events import STAFF_GROUP, conversation_group, staff_member_group
 from conversations.intake import store_customer_message
 from conversations.models import Conversation, Message
 from conversations.protocol import (
+    Contact,
     CustomerMessage,
     Feedback,
     Handoff,
     Hello,
+    Presence,
     TokenBucket,
     Typing,
     parse_frame,
-    parse_staff_typing,
+    parse_staff_frame,
 )
 from conversations.turn_queue import runner
 
@@ -117,6 +119,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
                     )
             elif isinstance(frame, Handoff):
                 await _database(chat.request_handoff)(self.conversation)
+            elif isinstance(frame, Contact):
+                await self.send_json(await _database(chat.save_contact)(self.conversation, frame.email))
             elif isinstance(frame, Feedback):
                 await _database(feedback.give_feedback)(
                     self.conversation, reply_seq=frame.seq, rating=frame.rating, reason=frame.reason
@@ -198,33 +202,49 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
 class StaffQueueConsumer(AsyncWebsocketConsumer):
     """Live updates of the hand-off queue for signed-in staff: each changed conversation's card, re-rendered
-    for the person watching (what personal data they may see depends on who they are)."""
+    for the person watching (what personal data they may see depends on who they are). Each open socket
+    counts towards the person's presence: when their last one closes they are away."""
+
+    # Set once the connection is accepted: a refused one counts towards nobody's presence.
+    user: Any = None
 
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_active or not user.is_staff:
             await self.close(code=4403)
             return
-        self.user = user
         self.frames = TokenBucket(settings.CHAT_FRAME_BURST, settings.CHAT_FRAMES_PER_S)
         await self.channel_layer.group_add(STAFF_GROUP, self.channel_name)
         await self.accept()
+        await self.channel_layer.group_add(staff_member_group(user.pk), self.channel_name)
+        counted = await _database(presence.socket_opened)(user)
+        self.user = user
+        await self.send(text_data=json.dumps({"type": "presence", "status": counted.status}))
 
     async def disconnect(self, code: int) -> None:
         await self.channel_layer.group_discard(STAFF_GROUP, self.channel_name)
+        if self.user is not None:
+            await self.channel_layer.group_discard(staff_member_group(self.user.pk), self.channel_name)
+            await _database(presence.socket_closed)(self.user)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        """Staff act through the queue's forms; the one frame they send here is "typing", shown to the
-        customer of that conversation."""
+        """Staff act through the queue's forms; here they only say they are typing (shown to the customer of
+        that conversation) and whether they take hand-offs now."""
         try:
             if not self.frames.take():
                 raise FrameError("rate_limited", "Too many frames.")
-            public_id = parse_staff_typing(text_data, binary=bytes_data is not None)
-            await self.channel_layer.group_send(
-                conversation_group(public_id), {"type": "chat.frame", "frame": {"type": "typing", "role": "staff"}}
-            )
+            frame = parse_staff_frame(text_data, binary=bytes_data is not None)
+            if isinstance(frame, Presence):
+                await _database(presence.set_status)(self.user, frame.status)
+            else:
+                await self.channel_layer.group_send(
+                    conversation_group(frame.conversation),
+                    {"type": "chat.frame", "frame": {"type": "typing", "role": "staff"}},
+                )
         except FrameError as exc:
             await self.send(text_data=json.dumps(exc.as_frame()))
+        except chat.ChatError as exc:
+            await self.send(text_data=json.dumps({"type": "error", "code": exc.code, "message": str(exc)}))
 
     async def queue_changed(self, event: dict[str, Any]) -> None:
         card = await _database(staff.card_frame)(event["conversation"], self.user)
@@ -232,3 +252,6 @@ class StaffQueueConsumer(AsyncWebsocketConsumer):
 
     async def queue_typing(self, event: dict[str, Any]) -> None:
         await self.send(text_data=json.dumps({"type": "typing", "conversation": event["conversation"]}))
+
+    async def presence_changed(self, event: dict[str, Any]) -> None:
+        await self.send(text_data=json.dumps({"type": "presence", "status": event["status"]}))

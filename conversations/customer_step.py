@@ -16,6 +16,7 @@ from conversations.generation import (
 from conversations.models import (
     Conversation,
     Decision,
+    HandoffReason,
     Message,
 )
 from conversations.providers import ProviderUnavailable
@@ -106,6 +107,7 @@ def customer_step(
         else:
             outcome.decision = Decision.REFERRED
             outcome.reply = REFUND_REFERRED_REPLY.format(number=request.order_number, reason=certified.reason)
+            outcome.referral_code = HandoffReason.POLICY
             outcome.referral_reason = f"refund request for order #{request.order_number}: {certified.reason}"
         outcome.notes.append(f"gatekeeper: {'approved' if certified.approved else 'to staff'} ({certified.reason})")
         return None

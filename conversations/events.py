@@ -15,6 +15,11 @@ from conversations.models import Conversation
 STAFF_GROUP = "staff.queue"
 
 
+def staff_member_group(user_id: int) -> str:
+    """Every queue page one staff member has open."""
+    return f"staff.member.{user_id}"
+
+
 def conversation_group(public_id: uuid.UUID) -> str:
     return f"chat.{public_id.hex}"
 
@@ -33,3 +38,8 @@ def to_customer(conversation: Conversation, frame: dict[str, Any]) -> None:
 def queue_changed(conversation: Conversation) -> None:
     """The conversation's card in the staff queue is out of date."""
     _send(STAFF_GROUP, {"type": "queue.changed", "conversation": str(conversation.public_id)})
+
+
+def presence_changed(user_id: int, status: str) -> None:
+    """The staff member is now online or away: their open queue pages show it."""
+    _send(staff_member_group(user_id), {"type": "presence.changed", "status": status})

@@ -14,7 +14,11 @@ client → server
   {"type": "typing"}
       The customer is typing (shown to staff).
   {"type": "handoff"}
-      The customer asks for a person: the conversation joins the staff queue.
+      The customer asks for a person: the conversation joins the staff queue, and the assistant answers
+      nothing more in it until staff hand it back.
+  {"type": "contact", "email": str}
+      The customer's e-mail address (at most 254 characters), for staff replies while nobody is available:
+      they go out by e-mail too, with a link back to the chat. A bad address gets an error "bad_email".
   {"type": "feedback", "seq": int, "rating": "up"|"down", "reason": str (optional, thumbs down only)}
       The customer's rating of the assistant reply ``seq`` (one of this conversation's); a later rating of
       the same reply replaces it. The reason is at most 300 characters.
@@ -37,7 +41,13 @@ server → client
   {"type": "message", "seq": int, "role": "staff"|"customer"|"assistant", "text": str, "author": str}
       a message from someone else: a staff member, or this customer in another tab
   {"type": "typing", "role": "staff"}
-  {"type": "status", "status": "open"|"referred"|"human"|"closed"}
+  {"type": "status", "status": "open"|"referred"|"human"|"closed", "availability": {…},
+   "person_requested": bool, "contact_email": bool, "email_replies": bool}
+      ``availability`` (also in ``welcome``, with the other three): {"available": bool, "reason":
+      "nobody_online"|"outside_hours"|"closed_day"|null, "back_at": ISO 8601 UTC|null, "time_zone": str|null,
+      "message": str}: whether a person can answer now and, if not, when one will be back (null: not known).
+      ``contact_email``: an address is stored; ``email_replies``: the server sends e-mail (else none is asked).
+  {"type": "contact", "saved": true, "message": str}       the e-mail address is stored
   {"type": "feedback", "seq": int, "rating": "up"|"down"}    a rating is stored (sent to every tab)
   {"type": "error", "code": str, "message": str, "id": str (when the error concerns one message)}
 
@@ -50,9 +60,12 @@ answers); ``human`` a person has taken over (the assistant is silent); ``closed`
 A bad frame gets an ``error`` and the connection stays open.
 
 The staff side (``/ws/staff/``, signed-in staff only) receives ``{"type": "card", "conversation": uuid,
-"waiting": bool, "html": str}`` whenever a conversation in the queue changes, and ``{"type": "typing",
-"conversation": uuid}`` while a customer types; it may send ``{"type": "typing", "conversation": uuid}``,
-shown to that customer as ``{"type": "typing", "role": "staff"}``.
+"waiting": bool, "html": str}`` whenever a conversation in the queue changes, ``{"type": "typing",
+"conversation": uuid}`` while a customer types, and ``{"type": "presence", "status": "online"|"away"}`` on
+connecting and whenever the staff member's presence changes (in any of their tabs). It may send
+``{"type": "typing", "conversation": uuid}``, shown to that customer as ``{"type": "typing", "role":
+"staff"}``, and ``{"type": "presence", "status": "online"|"away"}``: whether they take hand-offs now. They
+are away as soon as their last queue socket closes; the page sends its last choice again on reconnecting.
 """
 
 from __future__ import annotations
@@ -64,6 +77,9 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 
 from conversations.errors import FrameError, TurnError
 from conversations.intake import validate_message
@@ -95,6 +111,11 @@ class Handoff:
 
 
 @dataclass(frozen=True)
+class Contact:
+    email: str
+
+
+@dataclass(frozen=True)
 class Feedback:
     seq: int
     rating: str
@@ -104,7 +125,7 @@ class Feedback:
 FEEDBACK_RATINGS = ("up", "down")
 MAX_FEEDBACK_REASON_CHARS = 300
 
-Frame = Hello | CustomerMessage | Typing | Handoff | Feedback
+Frame = Hello | CustomerMessage | Typing | Handoff | Feedback | Contact
 
 
 def _json_object(text: str | None, *, max_bytes: int, binary: bool) -> dict[str, Any]:
@@ -140,8 +161,10 @@ def parse_frame(text: str | None, *, max_bytes: int, binary: bool = False) -> Fr
         return Handoff()
     if kind == "feedback":
         return _feedback(data)
+    if kind == "contact":
+        return _contact(data)
     raise FrameError(
-        "unknown_type", f"Unknown frame type {kind!r}; expected hello, message, typing, handoff or feedback."
+        "unknown_type", f"Unknown frame type {kind!r}; expected hello, message, typing, handoff, feedback or contact."
     )
 
 
@@ -195,16 +218,59 @@ def _feedback(data: dict[str, Any]) -> Feedback:
     return Feedback(seq, rating, cleaned)
 
 
+MAX_EMAIL_CHARS = 254  # the longest address SMTP carries (RFC 5321)
+
+
+def _contact(data: dict[str, Any]) -> Contact:
+    email = data.get("email")
+    if not isinstance(email, str):
+        raise FrameError("bad_email", "contact.email must be your e-mail address, as text.")
+    cleaned = email.strip()
+    if len(cleaned) > MAX_EMAIL_CHARS:
+        raise FrameError(
+            "bad_email", f"That e-mail address is {len(cleaned)} characters; the limit is {MAX_EMAIL_CHARS}."
+        )
+    try:
+        validate_email(cleaned)
+    except ValidationError:
+        raise FrameError(
+            "bad_email", f"{cleaned[:60]!r} is not an e-mail address; it should look like name@example.com."
+        ) from None
+    return Contact(cleaned)
+
+
 STAFF_FRAME_BYTES = 1024
 
 
-def parse_staff_typing(text: str | None, *, binary: bool = False) -> uuid.UUID:
-    """The conversation a staff member is typing in: the only frame the staff socket takes."""
+@dataclass(frozen=True)
+class StaffTyping:
+    conversation: uuid.UUID
+
+
+@dataclass(frozen=True)
+class Presence:
+    status: str
+
+
+STAFF_PRESENCE = ("online", "away")
+
+
+def parse_staff_frame(text: str | None, *, binary: bool = False) -> StaffTyping | Presence:
+    """What a staff member's queue page says: they type in a conversation, or they are online or away.
+    Everything else staff do goes through the queue's forms."""
     data = _json_object(text, max_bytes=STAFF_FRAME_BYTES, binary=binary)
-    if data.get("type") != "typing":
-        raise FrameError("read_only", 'Staff act through the queue\'s buttons; this socket takes only "typing".')
+    kind = data.get("type")
+    if kind == "presence":
+        status = data.get("status")
+        if status not in STAFF_PRESENCE:
+            raise FrameError("bad_status", f'presence.status must be "online" or "away", not {status!r}.')
+        return Presence(status)
+    if kind != "typing":
+        raise FrameError(
+            "read_only", 'Staff act through the queue\'s buttons; this socket takes only "typing" and "presence".'
+        )
     try:
-        return uuid.UUID(str(data.get("conversation")))
+        return StaffTyping(uuid.UUID(str(data.get("conversation"))))
     except ValueError:
         raise FrameError("bad_frame", "typing.conversation must be a conversation id.") from None
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.db import transaction
 
+from conversations.assignment import assign
 from conversations.context import Context
 from conversations.generation import (
     ABSTAIN_REPLY,
@@ -19,6 +20,7 @@ from conversations.models import (
     Conversation,
     ConversationStatus,
     Decision,
+    HandoffReason,
     Message,
     Referral,
     Role,
@@ -100,6 +102,8 @@ class TurnOutcome:
     decision: str = Decision.ABSTAINED
     reply: str = ABSTAIN_REPLY
     referral_reason: str = ""
+    # Which of the fixed hand-off reasons referral_reason details; set with it wherever a turn refers.
+    referral_code: str = HandoffReason.NO_KNOWLEDGE
     notes: list[str] = field(default_factory=list)
 
 
@@ -159,10 +163,14 @@ def record_turn(conversation: Conversation, message: Message, outcome: TurnOutco
     )
     remember(conversation)
     if outcome.decision == Decision.REFERRED:
-        Referral.objects.create(turn=turn, conversation=conversation, reason=outcome.referral_reason)
+        Referral.objects.create(
+            turn=turn, conversation=conversation, reason_code=outcome.referral_code, reason=outcome.referral_reason
+        )
         if conversation.status == ConversationStatus.OPEN:
             conversation.status = ConversationStatus.REFERRED
     conversation.save(update_fields=["status", "updated_at"])
+    if outcome.decision == Decision.REFERRED:
+        assign(conversation)
     return TurnResult(
         turn.pk,
         outcome.reply,

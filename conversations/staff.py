@@ -9,8 +9,18 @@ from typing import Any
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 
+from conversations import notifications
 from conversations.feedback import conversation_feedback
-from conversations.models import Conversation, ConversationStatus, Message, Referral, ReferralStatus, Role
+from conversations.models import (
+    Conversation,
+    ConversationStatus,
+    Message,
+    PresenceStatus,
+    Referral,
+    ReferralStatus,
+    Role,
+    StaffPresence,
+)
 from conversations.pii import PERSONAL_DATA_PERMISSION
 
 TRANSCRIPT_MESSAGES = 20
@@ -61,9 +71,25 @@ def card_context(conversation: Conversation, user: Any) -> dict[str, Any]:
         ],
         "transcript": [_shown(m, unmasked) for m in reversed(messages)],
         "feedback": conversation_feedback(conversation),
+        "email_failures": list(notifications.failed_replies(conversation).values()),
+        "assigned": assigned_to_whom(conversation, user),
         "actions": list(conversation.staff_actions.order_by("-created_at")[:10]),
         "suggested_reply": _suggested_reply(conversation, list(referrals)),
     }
+
+
+def assigned_to_whom(conversation: Conversation, user: Any) -> str:
+    """Whom the card is assigned to, as the queue's mine / unassigned / all filter reads it: "you", "other"
+    or "none"."""
+    if conversation.assignee_id is None:
+        return "none"
+    return "you" if conversation.assignee_id == user.pk else "other"
+
+
+def presence_status(user: Any) -> str:
+    """The person's presence as stored, "online" or "away" (without a row, they never opened the queue)."""
+    presence = StaffPresence.objects.filter(user=user).first()
+    return presence.status if presence is not None else PresenceStatus.AWAY
 
 
 def _suggested_reply(conversation: Conversation, referrals: list[Referral]) -> str:
@@ -82,7 +108,7 @@ def render_card(conversation: Conversation, user: Any, request: HttpRequest | No
 
 def card_frame(public_id: str, user: Any) -> dict[str, Any]:
     """The staff websocket's update for one conversation: its card, or word that it left the queue."""
-    conversation = Conversation.objects.filter(public_id=public_id).first()
+    conversation = Conversation.objects.select_related("assignee").filter(public_id=public_id).first()
     waiting = conversation is not None and conversation.status in (
         ConversationStatus.REFERRED,
         ConversationStatus.HUMAN,

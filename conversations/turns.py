@@ -27,6 +27,7 @@ from conversations.memory import background_for
 from conversations.models import (
     Conversation,
     Decision,
+    HandoffReason,
     Message,
     Role,
     SystemPolicy,
@@ -262,6 +263,7 @@ def _run(
     cut = [v for v in outcome.verdicts if not v.supported]
     if cut:
         outcome.decision, outcome.reply = Decision.REFERRED, REFER_REPLY
+        outcome.referral_code = HandoffReason.UNSUPPORTED_CLAIM
         outcome.referral_reason = "; ".join(f"“{v.text}”: {v.reason} ({v.tier.value})" for v in cut)
     elif all(v.tier == "not_a_claim" for v in outcome.verdicts):
         # Nothing checkable was said: an answer without substance is an abstention.
@@ -324,6 +326,7 @@ def answer_message(
             decision=Decision.REFERRED,
             reply=REFER_REPLY,
             referral_reason=f"the assistant failed: {type(exc).__name__}",
+            referral_code=HandoffReason.PROVIDER_FAILURE,
             notes=[f"{type(exc).__name__}: {exc}"],
         )
     return record_turn(conversation, message, outcome, watch)

@@ -24,7 +24,7 @@ staff_required = user_passes_test(lambda user: user.is_active and user.is_staff,
 @staff_required
 def queue(request: HttpRequest) -> HttpResponse:
     cards = [staff.render_card(c, request.user, request) for c in chat.waiting_conversations()]
-    return render(request, "staff/queue.html", {"cards": cards})
+    return render(request, "staff/queue.html", {"cards": cards, "presence": staff.presence_status(request.user)})
 
 
 def _wants_json(request: HttpRequest) -> bool:
@@ -42,7 +42,8 @@ def _action(perform: Callable[[Conversation, Any, HttpRequest], object]) -> Call
             if _wants_json(request):
                 return JsonResponse({"error": exc.code, "message": str(exc)}, status=400)
             cards = [staff.render_card(c, request.user, request) for c in chat.waiting_conversations()]
-            return render(request, "staff/queue.html", {"cards": cards, "error": str(exc)}, status=400)
+            context = {"cards": cards, "presence": staff.presence_status(request.user), "error": str(exc)}
+            return render(request, "staff/queue.html", context, status=400)
         if _wants_json(request):
             return JsonResponse(staff.card_frame(str(conversation.public_id), request.user))
         return redirect("staff-queue")
@@ -55,3 +56,4 @@ reply = _action(
 )
 take_over = _action(lambda conversation, user, request: chat.take_over(conversation, user))
 resolve = _action(lambda conversation, user, request: chat.resolve(conversation, user))
+hand_back = _action(lambda conversation, user, request: chat.hand_back(conversation, user))

@@ -11,6 +11,18 @@
   function cardFor(id) { return queue.querySelector('[data-role=card][data-conversation="' + id + '"]'); }
   function refreshEmpty() { emptyNote().hidden = queue.querySelector("[data-role=card]") !== null; }
 
+  // Mine / unassigned / all: each card says whom it is assigned to ("you", "other" or "none").
+  var filter = document.querySelector("[data-role=filter]");
+  function shown() { return filter.querySelector("input:checked").value; }
+  function applyFilter(card) {
+    var assigned = card.getAttribute("data-assigned");
+    var show = shown();
+    card.hidden = !(show === "all" || (show === "mine" && assigned === "you") || (show === "unassigned" && assigned === "none"));
+  }
+  filter.addEventListener("change", function () {
+    queue.querySelectorAll("[data-role=card]").forEach(applyFilter);
+  });
+
   function fromHtml(html) {
     var holder = document.createElement("div");
     holder.innerHTML = html; // rendered and escaped by the server's template
@@ -25,6 +37,7 @@
       return;
     }
     var card = fromHtml(frame.html);
+    applyFilter(card);
     if (old) {
       // Keep what the staff member is typing: an update must not wipe an edited reply.
       var oldText = old.querySelector("[data-role=reply-text]");
@@ -91,18 +104,47 @@
     socket.send(JSON.stringify({ type: "typing", conversation: id }));
   });
 
+  // Online / away lives on the socket: the server counts this page's socket, and when the person's last one
+  // closes they are away. This tab remembers the last status it was told, and says it again on reconnecting,
+  // so a reload or a dropped connection does not leave someone away who chose to be online.
+  var presence = document.querySelector("[data-role=presence]");
+  var presenceKey = "supportbot.presence";
+  function showPresence(status) {
+    presence.querySelector("input[value=" + status + "]").checked = true;
+    try { sessionStorage.setItem(presenceKey, status); } catch (e) { /* storage off: not remembered */ }
+  }
+  function remembered() {
+    try { return sessionStorage.getItem(presenceKey); } catch (e) { return null; }
+  }
+  function setPresenceEnabled(on) {
+    presence.querySelectorAll("input").forEach(function (input) { input.disabled = !on; });
+  }
+  presence.addEventListener("change", function (event) {
+    if (socket && socket.readyState === WebSocket.OPEN) {
+      socket.send(JSON.stringify({ type: "presence", status: event.target.value }));
+    }
+  });
+
   var delay = 1000;
   function connect() {
     var scheme = location.protocol === "https:" ? "wss://" : "ws://";
     socket = new WebSocket(scheme + location.host + "/ws/staff/");
-    socket.onopen = function () { delay = 1000; statusLine.textContent = "Live updates: on"; };
+    socket.onopen = function () {
+      delay = 1000;
+      statusLine.textContent = "Live updates: on";
+      setPresenceEnabled(true);
+      var choice = remembered();
+      if (choice) socket.send(JSON.stringify({ type: "presence", status: choice }));
+    };
     socket.onmessage = function (event) {
       var frame;
       try { frame = JSON.parse(event.data); } catch (e) { return; }
       if (frame.type === "card") applyCard(frame);
       else if (frame.type === "typing") showTyping(frame.conversation);
+      else if (frame.type === "presence") showPresence(frame.status);
     };
     socket.onclose = function (event) {
+      setPresenceEnabled(false);
       if (event.code === 4403) { statusLine.textContent = "Live updates: sign in as staff again."; return; }
       statusLine.textContent = "Live updates: reconnecting…";
       setTimeout(connect, delay);

@@ -6,7 +6,17 @@ import uuid
 import pytest
 
 from conversations.errors import FrameError
-from conversations.protocol import CustomerMessage, Handoff, Hello, TokenBucket, Typing, parse_frame, parse_staff_typing
+from conversations.protocol import (
+    CustomerMessage,
+    Handoff,
+    Hello,
+    Presence,
+    StaffTyping,
+    TokenBucket,
+    Typing,
+    parse_frame,
+    parse_staff_frame,
+)
 
 LIMIT = 2048
 
@@ -75,15 +85,19 @@ def test_the_token_bucket_allows_a_burst_then_refills_at_its_rate():
     assert [bucket.take() for _ in range(4)] == [True, True, True, False]
 
 
-def test_the_staff_socket_takes_only_typing_with_a_conversation_id():
+def test_the_staff_socket_takes_only_typing_with_a_conversation_id_and_presence():
     conversation = uuid.uuid4()
-    assert parse_staff_typing(json.dumps({"type": "typing", "conversation": str(conversation)})) == conversation
+    typing = json.dumps({"type": "typing", "conversation": str(conversation)})
+    assert parse_staff_frame(typing) == StaffTyping(conversation)
+    assert parse_staff_frame('{"type": "presence", "status": "away"}') == Presence("away")
     for text, code in [
         ('{"type": "reply", "text": "hi"}', "read_only"),
         ('{"type": "typing", "conversation": "42"}', "bad_frame"),
+        ('{"type": "presence", "status": "busy"}', "bad_status"),
+        ('{"type": "presence"}', "bad_status"),
         ("nope", "bad_json"),
         ("x" * 2000, "too_large"),
     ]:
         with pytest.raises(FrameError) as caught:
-            parse_staff_typing(text)
+            parse_staff_frame(text)
         assert caught.value.code == code

@@ -12,7 +12,7 @@ import pytest
 
 from conversations.errors import TurnError
 from conversations.generation import ABSTAIN_REPLY, REFER_REPLY
-from conversations.models import Claim, Conversation, ConversationStatus, Message, Referral, Turn
+from conversations.models import Claim, Conversation, ConversationStatus, HandoffReason, Message, Referral, Turn
 from conversations.turns import answer_turn
 from knowledge.models import Collection
 from tests.conversations.fakes import FakeModelAPI, claude_says, error_response, services, text_stream
@@ -99,7 +99,8 @@ def test_a_claim_with_the_wrong_number_is_cut_and_the_turn_referred(helpcentre, 
     turn = Turn.objects.get(pk=result.turn_id)
     assert turn.draft.startswith("Refunds reach your card in 2 to 3")
     assert Claim.objects.get(turn=turn).verdict == "unsupported"
-    assert "2 to 3 business days" in Referral.objects.get(turn=turn).reason
+    referral = Referral.objects.get(turn=turn)
+    assert "2 to 3 business days" in referral.reason and referral.reason_code == HandoffReason.UNSUPPORTED_CLAIM
     chat.refresh_from_db()
     assert chat.status == ConversationStatus.REFERRED
 
@@ -244,4 +245,4 @@ def test_a_failure_mid_turn_still_records_the_message_and_refers_it(helpcentre, 
     result = answer_turn(chat, REFUND_QUESTION, services=broken)
     assert result.decision == "referred" and result.reply == REFER_REPLY
     assert Message.objects.filter(conversation=chat, role="customer", text=REFUND_QUESTION).exists()
-    assert Referral.objects.filter(turn_id=result.turn_id).exists()
+    assert Referral.objects.get(turn_id=result.turn_id).reason_code == HandoffReason.PROVIDER_FAILURE

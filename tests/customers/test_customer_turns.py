@@ -15,7 +15,7 @@ from conversations.chat import verified_customer
 from conversations.erasure import erase_customer
 from conversations.errors import ChatError
 from conversations.generation import ORDER_NOT_FOUND_REPLY, REFUND_REFERRED_REPLY, SIGN_IN_REPLY
-from conversations.models import Conversation, ConversationSummary, Referral, RefundDecision, Turn
+from conversations.models import Conversation, ConversationSummary, HandoffReason, Referral, RefundDecision, Turn
 from conversations.refunds import certify_refund, refund_request_in
 from conversations.turns import answer_turn
 from customers import tokens
@@ -157,7 +157,8 @@ def test_a_refund_request_is_certified_and_recorded(bare_collection, alex, embed
     assert approved.decision == "answered" and "approved a refund of $30.00 for order #1042" in approved.reply
     routed = answer_turn(chat(bare_collection, alex), "Please refund order 1051", services=services(embedder))
     assert routed.decision == "referred" and "shipped, not delivered" in routed.reply
-    assert Referral.objects.get(turn_id=routed.turn_id).reason.startswith("refund request for order #1051")
+    referral = Referral.objects.get(turn_id=routed.turn_id)
+    assert referral.reason.startswith("refund request for order #1051") and referral.reason_code == HandoffReason.POLICY
     assert list(RefundDecision.objects.order_by("pk").values_list("order__number", "approved", "requested_via")) == [
         ("1042", True, "intent"),
         ("1051", False, "intent"),

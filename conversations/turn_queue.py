@@ -23,7 +23,7 @@ from django.db import connection, connections
 from conversations import chat, events
 from conversations.errors import QueueUnavailable
 from conversations.intake import claimable
-from conversations.models import Conversation, ConversationStatus, Message
+from conversations.models import Conversation, ConversationStatus, Message, Role
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -54,8 +54,18 @@ def _answering(conversation_id: int) -> Iterator[bool]:
 
 
 def _next_waiting(conversation_id: int) -> Message | None:
+    """The oldest customer message the assistant should answer. None while a person has the conversation
+    (taken over, or the customer asked for one); a message a staff reply came after was answered by them."""
     waiting = claimable(Message.objects.filter(conversation_id=conversation_id))
-    return waiting.exclude(conversation__status=ConversationStatus.HUMAN).order_by("pk").first()
+    last_staff = Message.objects.filter(conversation_id=conversation_id, role=Role.STAFF).order_by("-pk").first()
+    if last_staff is not None:
+        waiting = waiting.filter(pk__gt=last_staff.pk)
+    return (
+        waiting.exclude(conversation__status=ConversationStatus.HUMAN)
+        .exclude(conversation__person_requested=True)
+        .order_by("pk")
+        .first()
+    )
 
 
 def answer_pending(conversation_id: int) -> None:

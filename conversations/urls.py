@@ -15,4 +15,5 @@ urlpatterns = [
     path("conversations/<uuid:public_id>/reply", views.reply, name="staff-reply"),
     path("conversations/<uuid:public_id>/take-over", views.take_over, name="staff-take-over"),
     path("conversations/<uuid:public_id>/resolve", views.resolve, name="staff-resolve"),
+    path("conversations/<uuid:public_id>/hand-back", views.hand_back, name="staff-hand-back"),
 ]

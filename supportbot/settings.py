@@ -394,3 +394,44 @@ RATE_LIMIT_WRITES_PER_IP = env_int("RATE_LIMIT_WRITES_PER_IP", 120, minimum=1)
 LOGIN_FAILURES_PER_USERNAME = env_int("LOGIN_FAILURES_PER_USERNAME", 5, minimum=1, maximum=1000)
 LOGIN_FAILURES_PER_IP = env_int("LOGIN_FAILURES_PER_IP", 20, minimum=1, maximum=10_000)
 LOGIN_LOCKOUT_S = env_int("LOGIN_LOCKOUT_S", 900, minimum=1, maximum=86_400)
+
+# Staff replies by e-mail, for customers who left an address while nobody was available. Off until
+# EMAIL_HOST names an SMTP server; then the sender and the public address of the chat (for the link back
+# in each e-mail) must be right, or the server refuses to start.
+EMAIL_HOST = env_str("EMAIL_HOST", "").strip()
+EMAIL_PORT = env_int("EMAIL_PORT", 587, minimum=1, maximum=65_535)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "").strip()
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+EMAIL_TIMEOUT = env_float("EMAIL_TIMEOUT_S", 10.0, minimum=1.0, maximum=120.0)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "Support <support@localhost>").strip()
+SUPPORTBOT_PUBLIC_URL = env_str("SUPPORTBOT_PUBLIC_URL", "" if PRODUCTION else "http://127.0.0.1:8000").strip()
+EMAIL_REPLIES = bool(EMAIL_HOST)
+
+
+def _check_email_settings() -> None:
+    from email.utils import parseaddr
+    from urllib.parse import urlsplit
+
+    from django.core.exceptions import ValidationError
+    from django.core.validators import validate_email
+
+    if bool(EMAIL_HOST_USER) != bool(EMAIL_HOST_PASSWORD):
+        raise ImproperlyConfigured("EMAIL_HOST_USER and EMAIL_HOST_PASSWORD go together: set both or neither.")
+    try:
+        validate_email(parseaddr(DEFAULT_FROM_EMAIL)[1])
+    except ValidationError:
+        raise ImproperlyConfigured(
+            f"DEFAULT_FROM_EMAIL={DEFAULT_FROM_EMAIL!r} is not an address ('support@example.com' or "
+            "'Support <support@example.com>')."
+        ) from None
+    public = urlsplit(SUPPORTBOT_PUBLIC_URL)
+    if public.scheme not in ("http", "https") or not public.netloc or public.query or public.fragment:
+        raise ImproperlyConfigured(
+            f"SUPPORTBOT_PUBLIC_URL={SUPPORTBOT_PUBLIC_URL!r} must be the site's address, like "
+            "https://support.example.com: e-mailed replies link back to the chat there."
+        )
+
+
+if EMAIL_REPLIES:
+    _check_email_settings()

@@ -16,7 +16,8 @@ import numpy as np
 from django.conf import settings
 from sklearn.metrics import adjusted_rand_score
 
-from insights.gaps import cluster
+from conversations.pii import mask_pii
+from insights.gaps import cluster, embed_questions, model_text
 from knowledge.embeddings import Embedder
 from lab.errors import GapLabelError
 from lab.jsonl import json_lines
@@ -125,8 +126,8 @@ def evaluate_gaps(
         raise GapLabelError("The labelling needs both calibration questions (to tune) and golden ones (to test).")
 
     def vectors(questions: list[LabelledQuestion]) -> np.ndarray:
-        # As insights/gaps.py embeds an unanswered question: the model's query form.
-        return embedder.encode([embedder.query_prefix + q.question for q in questions])
+        # As insights/gaps.py reads a turn's question.
+        return embed_questions([model_text(q.question, mask_pii(q.question).text) for q in questions], embedder)
 
     tune_vectors, test_vectors = vectors(tune), vectors(test)
     tune_topics = [q.topic for q in tune]

@@ -8,8 +8,9 @@ import pytest
 from django.utils import timezone
 
 from conversations.models import Decision
+from conversations.pii import mask_pii
 from insights.errors import GapError
-from insights.gaps import DEFAULT_THRESHOLD, cluster, run_content_gaps, unanswered_questions
+from insights.gaps import DEFAULT_THRESHOLD, cluster, model_text, run_content_gaps, unanswered_questions
 from tests.insights.gap_helpers import GIFT_WRAP, JOBS, SWITZERLAND, asked, gap_helpcentre
 
 pytestmark = pytest.mark.django_db
@@ -63,6 +64,19 @@ def test_it_uses_the_masked_question_never_the_raw_message(collection, embedder)
     examples = [e for gap in run.gaps.all() for e in gap.examples]
     assert len(examples) == 2
     assert all("jane.doe@example.com" not in e and "<EMAIL_ADDRESS" in e for e in examples)
+
+
+def test_the_model_reads_names_and_places_but_never_contact_details():
+    raw = "I'm at jane.doe@example.com: when do Oak Circle points expire?"
+    masked = mask_pii(raw).text
+
+    read = model_text(raw, masked)
+
+    assert "jane.doe@example.com" not in read and "Oak Circle" in read
+    # A follow-up reads as the turn rewrote it, placeholders left out.
+    assert model_text("and for the UK?", "delivery Switzerland — and for the <LOCATION_1>?") == (
+        "delivery Switzerland — and for the ?"
+    )
 
 
 def test_it_stores_each_cluster_with_its_nearest_section(collection, embedder):

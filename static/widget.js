@@ -774,7 +774,8 @@
   // A message frame, or an entry of welcome.messages (fromHistory).
   function onMessage(frame, fromHistory) {
     var role = str(frame.role);
-    if (role === "assistant") return onReply(frame, fromHistory);
+    // The history carries a reply as the reply frame that first sent it (type "reply", no role).
+    if (role === "assistant" || frame.type === "reply") return onReply(frame, fromHistory);
     var seq = seqOf(frame.seq);
     if (seq !== null && seen.has(seq)) return;
     var stick = nearBottom();

@@ -1,5 +1,7 @@
 import shutil
+import subprocess
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,7 @@ from django.db import connections
 from knowledge.embeddings import Embedder, default_embedder
 from knowledge.models import Collection
 from tests.knowledge.helpers import sync_folder
+from tests.loopback import free_port, wait_for_port
 
 
 @pytest.fixture(scope="session")
@@ -31,6 +34,23 @@ def helpcentre(sample_dir, embedder, db) -> Collection:
     """The sample help centre, indexed into a fresh test database."""
     sync_folder(sample_dir, embedder)
     return Collection.objects.get(name="helpcentre")
+
+
+@pytest.fixture
+def private_redis() -> Iterator[str]:
+    """A Redis of this test's own on loopback, gone afterwards: nothing else (another test session sharing
+    REDIS_URL, a worker it left behind) reads its lists or counts."""
+    port = free_port()
+    server = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, within_s=10, what="redis-server")
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
 
 
 @pytest.fixture(autouse=True)

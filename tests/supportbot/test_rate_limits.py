@@ -3,12 +3,11 @@ real middleware stack), counted in the cache; with Redis, shared by every proces
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from channels.testing import WebsocketCommunicator
@@ -16,25 +15,8 @@ from django.conf import settings as django_settings
 
 from supportbot.asgi import application
 from supportbot.rate_limits import CLOSE_RATE_LIMITED, Limit
-from tests.loopback import free_port, wait_for_port
 
 ORIGIN = (b"origin", b"http://127.0.0.1")
-
-
-@pytest.fixture
-def redis_url() -> Iterator[str]:
-    """A Redis of this test's own on loopback, gone afterwards."""
-    port = free_port()
-    server = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port(port, within_s=10, what="redis-server")
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
 
 
 def redis_cache(url: str) -> dict[str, dict[str, object]]:
@@ -82,7 +64,6 @@ async def test_an_address_opens_only_so_many_chats_per_window(settings):
     await other.disconnect()
 
 
-@pytest.mark.skip(reason="fails since the chat's turn-worker change (no hello_first within 5 s); see the issue 16 note")
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)  # the consumer closes stale database connections
 async def test_the_window_opens_again_when_it_ends(settings):
@@ -91,7 +72,7 @@ async def test_the_window_opens_again_when_it_ends(settings):
     assert connected
     await first.disconnect()
     await assert_refused(*await connect_from("203.0.113.8"))
-    time.sleep(1.1)
+    await asyncio.sleep(1.1)
     again, connected = await connect_from("203.0.113.8")
     assert connected
     await again.send_json_to({"type": "typing"})
@@ -101,9 +82,9 @@ async def test_the_window_opens_again_when_it_ends(settings):
 
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)  # the consumer closes stale database connections
-async def test_with_redis_the_count_is_shared_by_every_process(settings, redis_url):
+async def test_with_redis_the_count_is_shared_by_every_process(settings, private_redis):
     """Another process (a second server) opens the address's connections; this one then refuses it."""
-    settings.CACHES = redis_cache(redis_url)
+    settings.CACHES = redis_cache(private_redis)
     settings.RATE_LIMIT_CONNECTIONS_PER_IP = 2
     prefix = settings.CACHES["default"]["KEY_PREFIX"]
     code = (
@@ -117,7 +98,7 @@ async def test_with_redis_the_count_is_shared_by_every_process(settings, redis_u
         "PATH": os.environ["PATH"],
         "DJANGO_SETTINGS_MODULE": "supportbot.settings",
         "DATABASE_URL": os.environ.get("DATABASE_URL", django_settings.DEFAULT_DATABASE_URL),
-        "REDIS_URL": redis_url,
+        "REDIS_URL": private_redis,
         "RATE_LIMIT_CONNECTIONS_PER_IP": "2",
         "CHAT_WARM_MODELS": "0",
     }
@@ -151,8 +132,8 @@ def test_posts_are_limited_per_address_and_reads_are_not(client, settings, db):
     assert other.status_code == 200
 
 
-def test_with_redis_posts_are_counted_in_redis(client, settings, db, redis_url):
-    settings.CACHES = redis_cache(redis_url)
+def test_with_redis_posts_are_counted_in_redis(client, settings, db, private_redis):
+    settings.CACHES = redis_cache(private_redis)
     settings.RATE_LIMIT_WRITES_PER_IP = 1
     assert client.post("/staff/login/", REMOTE_ADDR="203.0.113.21").status_code == 200
     assert client.post("/staff/login/", REMOTE_ADDR="203.0.113.21").status_code == 429

@@ -34,6 +34,10 @@
   var BACKOFF_MAX_MS = 15000;
   var WELCOME_WAIT_MS = 10000; // a socket that opens but never says welcome is dropped and retried
   var CLIENT_ID = /^[A-Za-z0-9_-]{1,64}$/;
+  var LINK_PARAMETER = "supportbot_chat"; // conversations/notifications.py puts it in e-mailed links
+  var MAX_EMAIL_CHARS = 254;
+  // What browsers' own type=email check accepts, near enough; the server checks again (conversations/protocol.py).
+  var EMAIL = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
   var MAX_REASON_CHARS = 300; // a thumbs down's reason, as conversations/protocol.py allows
 
   var TEXT = {
@@ -46,6 +50,13 @@
     reconnecting: "Reconnecting…",
     uncovered: "The help centre doesn't cover this.",
     talkToPerson: "Talk to a person",
+    personRequested: "A person will follow up here. Until they hand the chat back, the assistant won't answer.",
+    emailAsk: "Leave your e-mail address and we'll send the reply there too, with a link back to this chat.",
+    emailLabel: "Your e-mail address",
+    emailSend: "Send me the reply",
+    emailBad: "That doesn't look like an e-mail address; it should look like name@example.com.",
+    emailTooLong: "That address is too long (the limit is " + 254 + " characters).",
+    emailOffline: "Not connected right now; try again in a moment.",
     followUp: "A person will follow up here.",
     human: "You're now chatting with our support team.",
     assistantBack: "The assistant is back.",
@@ -131,6 +142,27 @@
   }
 
   var state = loadState();
+  resumeFromLink();
+
+  // An e-mailed staff reply links back here with ?supportbot_chat=<the chat's signed token>: that chat opens.
+  // The parameter leaves the address bar at once, so it is not bookmarked, shared or sent on as a referrer.
+  function resumeFromLink() {
+    var url;
+    try {
+      url = new URL(window.location.href);
+    } catch (e) {
+      return;
+    }
+    var token = (url.searchParams.get(LINK_PARAMETER) || "").trim();
+    if (!token || token.length > 500) return;
+    state = { token: token, conversation: null, seq: 0, unacked: [] };
+    saveState();
+    openOnLoad = true;
+    url.searchParams.delete(LINK_PARAMETER);
+    try {
+      window.history.replaceState(window.history.state, "", url.pathname + url.search + url.hash);
+    } catch (e) { /* a sandboxed frame: the parameter stays, harmlessly */ }
+  }
 
   function saveState() {
     var raw = JSON.stringify({
@@ -252,6 +284,21 @@
     "  border: 1px solid #6b7570; border-radius: 6px; background: #ffffff; color: #1a1a1a; }",
     ".reason button { flex: none; min-height: 32px; padding: 4px 12px; border: 0; border-radius: 6px;",
     "  background: #1f4d3a; color: #ffffff; font-weight: 600; cursor: pointer; }",
+    ".presence { margin: 0; padding: 8px 16px; background: #e9f0fb; color: #14325c; font-size: 13px;",
+    "  border-bottom: 1px solid #b9cbe6; }",
+    ".contact { align-self: stretch; display: flex; flex-direction: column; gap: 4px; margin: 0; padding: 8px 10px;",
+    "  border: 1px solid #b9cbe6; border-radius: 8px; background: #f5f8fd; font-size: 13px; }",
+    ".contact label { font-weight: 600; }",
+    ".contact .row input { flex: 1 1 auto; min-height: 36px; padding: 4px 8px; border: 1px solid #6b7570;",
+    "  border-radius: 6px; font: inherit; }",
+    ".contact input[aria-invalid='true'] { border-color: #9b1c1c; }",
+    ".contact .row button { min-height: 36px; padding: 4px 12px; border: 0; border-radius: 6px; background: #1f4d3a;",
+    "  color: #ffffff; font-weight: 600; cursor: pointer; }",
+    ".contact .problem { margin: 0; color: #8a1616; }",
+    ".contact .problem:empty { display: none; }",
+    ".bubble .person { display: block; margin: 6px 0 0; padding: 2px 10px; min-height: 32px; border: 1px solid #1f4d3a;",
+    "  border-radius: 999px; background: #ffffff; color: #1f4d3a; font-size: 13px; cursor: pointer; }",
+    ".bubble .person:hover { background: #e8f1ec; }",
     ".error { align-self: stretch; margin: 0; padding: 6px 10px; border-radius: 8px; background: #fdecec;",
     "  color: #8a1616; font-size: 13px; border: 1px solid #e7b3b3; overflow-wrap: anywhere; }",
     ".typing { margin: 0; padding: 2px 16px 4px; min-height: 0; color: #3f4753; font-size: 13px;",
@@ -580,8 +627,12 @@
       case "reply": return onReply(frame, false);
       case "message": return onMessage(frame, false);
       case "typing": return onTyping(frame);
-      case "status": return onStatus(str(frame.status));
-      case "error": return onError(frame);
+      case "status":
+        handoffStateFrom(frame);
+        onStatus(str(frame.status));
+        return offerContact();
+      case "contact": return onContactSaved(frame);
+      case "error": return frame.code === "bad_email" && contactForm ? contactProblem(str(frame.message)) : onError(frame);
       case "feedback": return onFeedback(frame);
       // The assistant is answering others first ("queued", with a place in line) or the line is full
       // ("busy": the message is kept and goes in as soon as there is room).
@@ -605,6 +656,7 @@
     if (typeof frame.token === "string" && frame.token) state.token = frame.token;
     if (conversation) state.conversation = conversation;
     saveState();
+    handoffStateFrom(frame);
 
     var messages = Array.isArray(frame.messages) ? frame.messages.slice() : [];
     messages.sort(function (a, b) { return (seqOf(a && a.seq) || 0) - (seqOf(b && b.seq) || 0); });
@@ -612,6 +664,7 @@
       if (m && typeof m === "object") onMessage(m, true);
     });
     if (typeof frame.status === "string" && frame.status) onStatus(frame.status);
+    offerContact();
 
     clearTimeout(welcomeTimer);
     connected = true;
@@ -692,6 +745,7 @@
       place(bubble, seq);
     }
     finishReply(bubble, frame);
+    if (bubble.getAttribute("data-decision") === "answered") personButton(bubble);
     if (seq !== null) {
       feedbackControls(bubble, seq, frame.rating);
       bubble.setAttribute("data-seq", String(seq));
@@ -919,6 +973,7 @@
     if (id) button.setAttribute("data-id", id);
     button.addEventListener("click", function () {
       requestHandoff();
+      markPersonRequested();
       var done = decisionNote(TEXT.followUp);
       node.replaceWith(done);
       followUpShown = true;
@@ -1143,6 +1198,118 @@
     ui.counter.className = over ? "counter over" : "counter";
     ui.counter.textContent = (over ? TEXT.tooLong(count - MAX_CHARS) : TEXT.charsLeft(MAX_CHARS - count)) +
       " (" + count + " / " + MAX_CHARS + ")";
+  }
+
+  // ---------------------------------------------------------------- reaching a person
+
+  // From welcome and status frames: whether a person is available (and when one will be back), whether the
+  // customer asked for one, and whether an e-mail address is stored or can be used at all.
+  var handoff = { availability: null, personRequested: false, contactGiven: false, emailReplies: false };
+  var contactForm = null; // the e-mail form, while it is shown
+
+  function handoffStateFrom(frame) {
+    var a = frame.availability;
+    if (a && typeof a === "object") {
+      handoff.availability = { available: a.available === true, message: str(a.message) };
+    }
+    if (typeof frame.person_requested === "boolean") {
+      if (handoff.personRequested && !frame.person_requested && frame.type === "status") notice(TEXT.assistantBack);
+      handoff.personRequested = frame.person_requested;
+      if (frame.person_requested) removePersonButtons();
+    }
+    if (typeof frame.contact_email === "boolean") handoff.contactGiven = frame.contact_email;
+    if (typeof frame.email_replies === "boolean") handoff.emailReplies = frame.email_replies;
+    showPresence();
+  }
+
+  // The banner under the greeting: said plainly whenever nobody can answer now.
+  function showPresence() {
+    if (!ui) return;
+    if (!ui.presence) {
+      ui.presence = el("p", { className: "presence", "data-role": "presence", role: "status", hidden: true });
+      ui.panel.insertBefore(ui.presence, ui.status);
+    }
+    var a = handoff.availability;
+    ui.presence.hidden = !a || a.available || !a.message;
+    ui.presence.textContent = a && !a.available ? a.message : "";
+  }
+
+  // "Talk to a person" under every answered reply, while the customer has not asked for one already.
+  function personButton(bubble) {
+    if (handoff.personRequested || bubble.querySelector("[data-role='talk-to-person']")) return;
+    var button = el("button", { type: "button", className: "person", "data-role": "talk-to-person",
+      text: TEXT.talkToPerson });
+    button.addEventListener("click", function () {
+      requestHandoff();
+      markPersonRequested();
+      notice(TEXT.personRequested);
+      if (isOpen && ui) ui.input.focus();
+    });
+    bubble.appendChild(button);
+  }
+
+  function markPersonRequested() {
+    handoff.personRequested = true;
+    followUpShown = true;
+    removePersonButtons();
+  }
+
+  function removePersonButtons() {
+    if (!ui) return;
+    Array.prototype.slice.call(ui.log.querySelectorAll("[data-role='talk-to-person']")).forEach(function (b) {
+      b.remove();
+    });
+  }
+
+  // Waiting for a person with nobody available: ask once where to send their reply.
+  function offerContact() {
+    var a = handoff.availability;
+    if (contactForm && !contactForm.isConnected) contactForm = null; // the log was cleared (a new chat)
+    var waiting = handoff.personRequested || status === "referred" || status === "human";
+    if (!ui || contactForm || !waiting || !a || a.available || handoff.contactGiven || !handoff.emailReplies) return;
+    var input = el("input", { type: "email", id: "sb-contact", "data-role": "contact-email", autocomplete: "email",
+      inputmode: "email", maxlength: String(MAX_EMAIL_CHARS), "aria-describedby": "sb-contact-problem" });
+    var problem = el("p", { className: "problem", id: "sb-contact-problem", "data-role": "contact-problem",
+      role: "alert" });
+    contactForm = el("form", { className: "contact", "data-role": "contact-form", novalidate: true }, [
+      el("span", { text: a.message + " " + TEXT.emailAsk }),
+      el("label", { for: "sb-contact", text: TEXT.emailLabel }),
+      el("div", { className: "row" }, [input, el("button", { type: "submit", "data-role": "contact-send",
+        text: TEXT.emailSend })]),
+      problem,
+    ]);
+    contactForm._input = input;
+    contactForm._problem = problem;
+    contactForm.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var address = input.value.trim();
+      if (codePoints(address) > MAX_EMAIL_CHARS) return contactProblem(TEXT.emailTooLong);
+      if (!EMAIL.test(address)) return contactProblem(TEXT.emailBad);
+      if (!(connected && sendFrame({ type: "contact", email: address }))) return contactProblem(TEXT.emailOffline);
+      contactProblem("");
+    });
+    var stick = nearBottom();
+    ui.log.appendChild(contactForm);
+    scrollToEnd(stick || isOpen);
+  }
+
+  function contactProblem(message) {
+    if (!contactForm) return;
+    contactForm._problem.textContent = message;
+    contactForm._input.setAttribute("aria-invalid", message ? "true" : "false");
+    if (message) contactForm._input.focus();
+  }
+
+  function onContactSaved(frame) {
+    if (frame.saved !== true) return;
+    handoff.contactGiven = true;
+    if (contactForm) {
+      var done = decisionNote(str(frame.message));
+      contactForm.replaceWith(done);
+      contactForm = null;
+    } else {
+      notice(str(frame.message));
+    }
   }
 
   // ---------------------------------------------------------------- start

@@ -113,7 +113,7 @@ class Command(BaseCommand):
 
         async def customer(n: int) -> None:
             socket = WebsocketCommunicator(application, "/ws/chat/", headers=[(b"origin", origin)])
-            connected, _ = await socket.connect()
+            connected, _ = await socket.connect(timeout=timeout_s)
             if not connected:
                 raise CommandError("The chat socket refused the connection (is ALLOWED_HOSTS right?).")
             await socket.send_json_to({"type": "hello", "token": None, "after": 0})

@@ -182,8 +182,15 @@ def test_every_turn_is_answered_by_the_offline_reader_or_referred(helpcentre, em
             if cooldown_s:
                 # Only the first call reached the provider; every later one was skipped at once.
                 assert len(down.requests) == RETRIES + 1
-                later = Turn.objects.filter(customer_message__text=QUESTIONS[2]).order_by("id").last()
-                assert later is not None and any("was skipped" in note for note in later.notes), later.notes
+                # Every later turn that got as far as writing a reply skipped the provider. (Which questions
+                # get that far is the abstention decision's: "return a lamp" sits at its cut, 0.59, and
+                # falls on either side from one machine to another.)
+                later = Turn.objects.order_by("-id")[: len(QUESTIONS) - 1]
+                answered = [t for t in later if t.decision == "answered"]
+                assert answered, [t.decision for t in later]
+                assert all(any("was skipped" in note for note in t.notes) for t in answered), [
+                    t.notes for t in answered
+                ]
             else:
                 # Asked (and failed) on every turn: each reply, and a rewrite for every follow-up.
                 assert len(down.requests) >= (RETRIES + 1) * len(QUESTIONS)

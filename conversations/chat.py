@@ -190,6 +190,21 @@ def _handoff_state(conversation: Conversation) -> dict[str, Any]:
     }
 
 
+def open_chat(
+    token: str | None, customer_token: str | None, after: int
+) -> tuple[Conversation, list[ChatError], dict[str, Any] | None]:
+    """resume_or_start, with the welcome frame when the conversation is new. A resumed one gets None: its
+    history must be read after the socket joined the conversation's group (chat.resumed), or a reply sent in
+    between would reach neither."""
+    conversation, refused = resume_or_start(token, customer_token)
+    return conversation, refused, welcome_frame(conversation, after) if conversation.pk is None else None
+
+
+def resumed(conversation: Conversation, after: int) -> tuple[dict[str, Any], bool]:
+    """A resumed conversation's welcome frame, and whether messages in it wait for an answer."""
+    return welcome_frame(conversation, after), bool(unanswered(conversation))
+
+
 def unanswered(conversation: Conversation) -> list[Message]:
     """Customer messages stored but never answered (the server stopped mid-turn): answered on resume."""
     if conversation.pk is None or conversation.status == ConversationStatus.HUMAN or conversation.person_requested:

@@ -1,7 +1,7 @@
 """The websockets: a customer's chat (``/ws/chat/``) and the staff hand-off queue (``/ws/staff/``).
 
-The only async code in the project. Everything that touches the database runs off the event loop in
-Channels' database thread; turns run where conversations/turn_queue.py sends them (Celery worker processes,
+The only async code in the project. Everything that touches the database runs off the event loop in two
+bounded thread pools of this module; turns run where conversations/turn_queue.py sends them (Celery worker processes,
 or threads of this process without Redis), so this process only validates, stores, acknowledges and relays.
 """
 
@@ -12,7 +12,9 @@ import contextlib
 import functools
 import json
 import logging
+import weakref
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
@@ -24,7 +26,7 @@ from django.db import InterfaceError, OperationalError, connection
 from conversations import chat, feedback, presence, staff
 from conversations.errors import FrameError, QueueUnavailable
 from conversations.events import STAFF_GROUP, conversation_group, staff_member_group
-from conversations.intake import store_customer_message
+from conversations.intake import Incoming, store_customer_messages
 from conversations.models import Conversation, Message
 from conversations.protocol import (
     Contact,
@@ -52,8 +54,17 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def _database(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
-    """``func`` in Channels' database thread, run once more on a fresh connection when Postgres dropped the
+# Channels' own database_sync_to_async runs every consumer's calls one at a time in one thread: with 200
+# customers at once, an acknowledgement waited behind everyone else's hello (p95 4.2 s). Instead a pool whose
+# threads each have their own connection, and one thread of its own for storing customer messages (what an
+# acknowledgement waits for). Not the loop's default executor: asyncio resolves host names there, and a call
+# blocked on the loop (a group_send from sync code) could wait for a thread it occupies itself.
+_DATABASE = ThreadPoolExecutor(max_workers=settings.CHAT_DATABASE_THREADS, thread_name_prefix="chat-database")
+_INTAKE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chat-intake")
+
+
+def _database(func: Callable[P, R], pool: ThreadPoolExecutor = _DATABASE) -> Callable[P, Awaitable[R]]:
+    """``func`` in one of ``pool``'s threads, run once more on a fresh connection when Postgres dropped the
     old one (a restart or failover): the calls here are reads, or writes keyed so that a second run finds
     what the first stored."""
 
@@ -68,11 +79,63 @@ def _database(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
                 connection.close()
             return func(*args, **kwargs)
 
-    return database_sync_to_async(reconnecting)
+    return database_sync_to_async(reconnecting, thread_sensitive=False, executor=pool)
 
 
-def _store(conversation: Conversation, text: str, client_id: str) -> tuple[Message, bool]:
-    return store_customer_message(chat.stored(conversation), text, client_id)
+def _offer(conversation: Conversation) -> tuple[int, Future[None] | None] | None:
+    """Queue the conversation's waiting messages unless the line is full (None): how many turns are ahead,
+    and the turn's future when it runs in this process. One trip to Redis's thread, not two."""
+    turns = runner()
+    ahead = turns.waiting()
+    if ahead >= settings.CHAT_TURN_QUEUE_LIMIT:
+        return None
+    return ahead, turns.submit(conversation)
+
+
+class MessageWriter:
+    """Stores the customer messages of every chat of this process, a batch at a time: the messages that
+    arrive while one batch is being written go into the next, with one commit for all (group commit). One
+    per event loop: its futures belong to the loop."""
+
+    def __init__(self) -> None:
+        self.waiting: list[tuple[Incoming, asyncio.Future[tuple[Message, bool]]]] = []
+        self.writer: asyncio.Task[None] | None = None  # held: the loop keeps only a weak reference to tasks
+
+    async def store(self, incoming: Incoming) -> tuple[Message, bool]:
+        stored: asyncio.Future[tuple[Message, bool]] = asyncio.get_running_loop().create_future()
+        self.waiting.append((incoming, stored))
+        if self.writer is None:
+            self.writer = asyncio.get_running_loop().create_task(self.write())
+        return await stored
+
+    async def write(self) -> None:
+        # Once round the loop first: the frames that arrived with this one join its batch.
+        await asyncio.sleep(0)
+        try:
+            while self.waiting:
+                batch, self.waiting = self.waiting, []
+                try:
+                    results = await _database(store_customer_messages, _INTAKE)([item for item, _ in batch])
+                except Exception as exc:  # each customer gets the error as if theirs had been stored alone
+                    for _, stored in batch:
+                        if not stored.cancelled():
+                            stored.set_exception(exc)
+                else:
+                    for (_, stored), result in zip(batch, results, strict=True):
+                        if not stored.cancelled():  # the customer left meanwhile; the message is stored anyway
+                            stored.set_result(result)
+        finally:
+            self.writer = None
+
+
+_writers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, MessageWriter] = weakref.WeakKeyDictionary()
+
+
+def message_writer() -> MessageWriter:
+    loop = asyncio.get_running_loop()
+    if loop not in _writers:
+        _writers[loop] = MessageWriter()
+    return _writers[loop]
 
 
 class ChatConsumer(AsyncWebsocketConsumer):
@@ -133,13 +196,16 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def hello(self, hello: Hello) -> None:
         if self.conversation is not None:
             raise FrameError("already_started", "This connection already said hello.")
-        conversation, refused = await _database(chat.resume_or_start)(hello.token, hello.customer_token)
+        conversation, refused, welcome = await _database(chat.open_chat)(hello.token, hello.customer_token, hello.after)
         self.conversation = conversation
         await self.channel_layer.group_add(conversation_group(conversation.public_id), self.channel_name)
         for error in refused:
             await self.send_json({"type": "error", "code": error.code, "message": str(error)})
-        await self.send_json(await _database(chat.welcome_frame)(conversation, hello.after))
-        if await _database(chat.unanswered)(conversation):
+        waiting = False
+        if welcome is None:
+            welcome, waiting = await _database(chat.resumed)(conversation, hello.after)
+        await self.send_json(welcome)
+        if waiting:
             await self.queue_turn(None)
 
     async def customer_message(self, frame: CustomerMessage) -> None:
@@ -148,7 +214,8 @@ class ChatConsumer(AsyncWebsocketConsumer):
             raise FrameError(
                 "rate_limited", f"You are sending messages too fast; wait {self.messages.wait_s():.0f} s.", frame.id
             )
-        message, created = await _database(_store)(self.conversation, frame.text, frame.id)
+        # parse_frame validated the text.
+        message, created = await message_writer().store(Incoming(self.conversation, frame.text, frame.id))
         await self.send_json({"type": "ack", "id": frame.id, "seq": message.pk})
         stored_reply = await _database(chat.receive_customer_message)(message, created)
         if stored_reply is not None:
@@ -171,25 +238,24 @@ class ChatConsumer(AsyncWebsocketConsumer):
 
     async def try_queue(self, client_id: str | None) -> bool:
         assert self.conversation is not None
-        turns = runner()
         try:
-            ahead = await sync_to_async(turns.waiting, thread_sensitive=False)()
-            if ahead >= settings.CHAT_TURN_QUEUE_LIMIT:
-                return False
-            if ahead:
-                await self.send_json(
-                    {
-                        "type": "queued",
-                        "id": client_id,
-                        "position": ahead + 1,
-                        "message": f"The assistant is answering other customers; you are number {ahead + 1} in line.",
-                    }
-                )
-            submitted = await sync_to_async(turns.submit, thread_sensitive=False)(self.conversation)
+            offered = await sync_to_async(_offer, thread_sensitive=False)(self.conversation)
         except QueueUnavailable as exc:
             # The message is stored; the retry hands it over when Redis is back.
             logger.warning("%s Conversation %s waits.", exc, self.conversation.public_id)
             return False
+        if offered is None:
+            return False
+        ahead, submitted = offered
+        if ahead:
+            await self.send_json(
+                {
+                    "type": "queued",
+                    "id": client_id,
+                    "position": ahead + 1,
+                    "message": f"The assistant is answering other customers; you are number {ahead + 1} in line.",
+                }
+            )
         if submitted is not None:
             local = asyncio.wrap_future(submitted)
             self.local_turns.add(local)

@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 from django.db import transaction
 from django.utils import timezone
-from sklearn.cluster import AgglomerativeClustering
 
 from conversations.models import Decision, Turn
 from conversations.pii import searchable, without_placeholders
@@ -124,6 +123,9 @@ def cluster(vectors: np.ndarray, *, threshold: float) -> list[list[int]]:
     if len(vectors) == 1:
         labels = np.zeros(1, dtype=int)
     else:
+        # Imported here: scikit-learn adds 0.6 s to the start of every process (server, workers, commands).
+        from sklearn.cluster import AgglomerativeClustering
+
         labels = AgglomerativeClustering(
             n_clusters=None, metric="cosine", linkage="average", distance_threshold=1.0 - threshold
         ).fit_predict(vectors)

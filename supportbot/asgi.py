@@ -24,17 +24,19 @@ from supportbot.rate_limits import ConnectionRateLimit  # noqa: E402
 if settings.CHAT_WARM_MODELS and settings.CHAT_TURN_RUNNER == "threads":
     threading.Thread(target=warm_up, name="warm-models", daemon=True).start()
 
+# Sessions identify staff; the signed chat token identifies a customer's conversation, so the chat socket
+# skips the session and user lookups (two database round trips per connection in a storm of them).
 websocket_routes = [
     path("ws/chat/", ChatConsumer.as_asgi()),
-    path("ws/staff/", StaffQueueConsumer.as_asgi()),
+    path("ws/staff/", AuthMiddlewareStack(StaffQueueConsumer.as_asgi())),
 ]
 
 # One address opens at most RATE_LIMIT_CONNECTIONS_PER_IP sockets a window, counted across processes.
 # A page on a host not in DJANGO_ALLOWED_HOSTS cannot open either socket (a site embedding the widget
-# must be listed); sessions identify staff, the signed chat token identifies a customer's conversation.
+# must be listed).
 application = ProtocolTypeRouter(
     {
         "http": http,
-        "websocket": ConnectionRateLimit(AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_routes)))),
+        "websocket": ConnectionRateLimit(AllowedHostsOriginValidator(URLRouter(websocket_routes))),
     }
 )

@@ -318,6 +318,11 @@ CHAT_TURN_WORKERS = env_int("CHAT_TURN_WORKERS", 2, minimum=1, maximum=64)
 # assistant is busy (the server offers it to the queue again every CHAT_BUSY_RETRY_S while they wait).
 CHAT_TURN_QUEUE_LIMIT = env_int("CHAT_TURN_QUEUE_LIMIT", 500, minimum=1, maximum=1_000_000)
 CHAT_BUSY_RETRY_S = env_float("CHAT_BUSY_RETRY_S", 2.0, minimum=0.1, maximum=60.0)
+# Threads (each with its own database connection) per websocket server process for the sockets' database
+# calls, besides the one that stores customer messages.
+CHAT_DATABASE_THREADS = env_int("CHAT_DATABASE_THREADS", 4, minimum=1, maximum=64)
+# Model threads in each Celery turn-worker process; 0: the machine's cores shared among the worker's processes.
+CHAT_WORKER_MODEL_THREADS = env_int("CHAT_WORKER_MODEL_THREADS", 0, minimum=0, maximum=256)
 # A customer message whose answer started this long ago without finishing is answered again on resume.
 CHAT_STALE_TURN_S = env_int("CHAT_STALE_TURN_S", 300, minimum=10)
 # Redis lets several server processes share conversations; without it the channel layer is in-memory.
@@ -332,7 +337,11 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": REDIS_SOCKET_TIMEOUT_S}]},
+            # driver_info None: no CLIENT SETINFO on connect, and no scan of the installed packages' metadata
+            # (redis-py looks its own version up there for every new connection; one per open chat).
+            "CONFIG": {
+                "hosts": [{"address": REDIS_URL, "socket_timeout": REDIS_SOCKET_TIMEOUT_S, "driver_info": None}]
+            },
         }
     }
 # Where turns run. "celery": worker processes (`celery -A supportbot worker -Q turns`) fed through Redis, so

@@ -5,7 +5,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from asgiref.sync import SyncToAsync
 from django.conf import settings
 from django.db import connections
 
@@ -70,8 +69,12 @@ def turns_in_threads(settings) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def close_async_database_connections(django_db_setup, django_db_blocker):
-    """Async tests leave a connection open in asgiref's database thread; the test database cannot be
-    dropped while it is open."""
+    """Async tests leave connections open in the sockets' database threads (and asgiref's); the test database
+    cannot be dropped while one is open, so they are ended from this one."""
     yield
-    with django_db_blocker.unblock():
-        SyncToAsync.single_thread_executor.submit(connections.close_all).result()
+    with django_db_blocker.unblock(), connections["default"].cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    connections.close_all()

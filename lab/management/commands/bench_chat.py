@@ -52,6 +52,12 @@ class Command(BaseCommand):
             "--limit", type=int, default=40, help="questions in all (the set's questions repeat when it is shorter)"
         )
         parser.add_argument("--timeout", type=float, default=600.0, help="seconds a customer waits for a reply")
+        parser.add_argument(
+            "--storm",
+            action="store_true",
+            help="each customer asks as soon as its own chat is open, while the others are still connecting "
+            "(by default everyone connects first, then all ask at the same moment)",
+        )
         parser.add_argument("--json", type=Path, default=None)
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -72,7 +78,7 @@ class Command(BaseCommand):
             with override_settings(
                 CHAT_MESSAGE_BURST=len(questions), CHAT_MESSAGES_PER_S=100.0, RATE_LIMIT_CONNECTIONS_PER_IP=1_000_000
             ):
-                async_to_sync(self._chat)(questions, options["clients"], options["timeout"], run)
+                async_to_sync(self._chat)(questions, options["clients"], options["timeout"], options["storm"], run)
         finally:
             Conversation.objects.filter(public_id__in=run.conversations).delete()
         elapsed = time.perf_counter() - started
@@ -80,7 +86,8 @@ class Command(BaseCommand):
         twice = sum(1 for count in run.replies.values() if count > 1)
         figures = {name: metrics.latency_summary(values) for name, values in run.timings.items() if values}
         self.stdout.write(
-            f"{len(questions)} questions from {options['clients']} clients at once, turns in "
+            f"{len(questions)} questions from {options['clients']} clients at once "
+            f"({'each as soon as connected' if options['storm'] else 'after all connected'}), turns in "
             f"{settings.CHAT_TURN_RUNNER}, in {elapsed:.1f} s ({answered / elapsed:.2f} turns/s)\n"
             f"acknowledged {len(run.timings['ack'])}, answered {answered} {dict(run.decisions)}, "
             f"lost {run.lost}, answered twice {twice}, errors {len(run.errors)}, "
@@ -94,6 +101,7 @@ class Command(BaseCommand):
             report = {
                 "questions": len(questions),
                 "clients": options["clients"],
+                "storm": options["storm"],
                 "runner": settings.CHAT_TURN_RUNNER,
                 "turns_per_s": round(answered / elapsed, 2),
                 "acknowledged": len(run.timings["ack"]),
@@ -106,10 +114,11 @@ class Command(BaseCommand):
             }
             options["json"].write_text(json.dumps(report, indent=2))
 
-    async def _chat(self, questions: list[str], clients: int, timeout_s: float, run: ChatRun) -> None:
+    async def _chat(self, questions: list[str], clients: int, timeout_s: float, storm: bool, run: ChatRun) -> None:
         from supportbot.asgi import application
 
         origin = f"http://{settings.ALLOWED_HOSTS[0]}".encode()
+        everyone_connected = asyncio.Barrier(clients)
 
         async def customer(n: int) -> None:
             socket = WebsocketCommunicator(application, "/ws/chat/", headers=[(b"origin", origin)])
@@ -118,6 +127,8 @@ class Command(BaseCommand):
                 raise CommandError("The chat socket refused the connection (is ALLOWED_HOSTS right?).")
             await socket.send_json_to({"type": "hello", "token": None, "after": 0})
             run.conversations.append((await socket.receive_json_from(timeout=timeout_s))["conversation"])
+            if not storm:
+                await everyone_connected.wait()
             for i, text in enumerate(questions[n::clients]):
                 await ask(socket, f"bench-{n}-{i}", text)
             # A reply sent twice would arrive within a turn's time of the first. (A receive that times out

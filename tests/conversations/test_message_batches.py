@@ -6,7 +6,6 @@ import pytest
 
 from conversations.intake import Incoming, store_customer_messages
 from conversations.models import Conversation, Message
-
 from knowledge.models import Collection
 from tests.customers.helpers import make_collection
 

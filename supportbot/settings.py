@@ -339,8 +339,11 @@ if REDIS_URL:
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             # driver_info None: no CLIENT SETINFO on connect, and no scan of the installed packages' metadata
             # (redis-py looks its own version up there for every new connection; one per open chat).
+            # capacity: frames waiting for one socket before the layer drops new ones; a reply streams a frame
+            # per token, and at 200 chats at once the default 100 overflowed ("over capacity in group").
             "CONFIG": {
-                "hosts": [{"address": REDIS_URL, "socket_timeout": REDIS_SOCKET_TIMEOUT_S, "driver_info": None}]
+                "hosts": [{"address": REDIS_URL, "socket_timeout": REDIS_SOCKET_TIMEOUT_S, "driver_info": None}],
+                "capacity": 1000,
             },
         }
     }

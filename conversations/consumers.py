@@ -22,6 +22,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
+from redis.exceptions import RedisError
 
 from conversations import chat, feedback, presence, staff
 from conversations.errors import FrameError, QueueUnavailable
@@ -41,6 +42,7 @@ from conversations.protocol import (
     parse_staff_frame,
 )
 from conversations.turn_queue import runner
+from supportbot.rate_limits import CLOSE_UNAVAILABLE, SOCKET_UNAVAILABLE
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +50,6 @@ BUSY = (
     "The assistant is busy with other customers right now. Your message is kept and will be answered "
     "as soon as there is room; you can leave this page open or come back later."
 )
-
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -141,6 +142,25 @@ def message_writer() -> MessageWriter:
 class ChatConsumer(AsyncWebsocketConsumer):
     # Set by hello; not stored until its first message (a bare hello leaves nothing behind).
     conversation: Conversation | None = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """The consumer, and when the channel layer's Redis goes away (nothing can reach the chat without it):
+        a frame saying so before the close, where a bare 1011 would tell the customer nothing."""
+        accepted = False
+
+        async def noting_accept(message: dict[str, Any]) -> None:
+            nonlocal accepted
+            accepted = accepted or message["type"] == "websocket.accept"
+            await send(message)
+
+        try:
+            await super().__call__(scope, receive, noting_accept)
+        except RedisError as exc:
+            logger.warning("the channel layer's Redis cannot be reached (%s); closing the chat", exc)
+            if not accepted:
+                await send({"type": "websocket.accept"})
+            await send({"type": "websocket.send", "text": json.dumps(SOCKET_UNAVAILABLE)})
+            await send({"type": "websocket.close", "code": CLOSE_UNAVAILABLE})
 
     async def connect(self) -> None:
         self.messages = TokenBucket(settings.CHAT_MESSAGE_BURST, settings.CHAT_MESSAGES_PER_S)

@@ -21,6 +21,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.core.cache import caches
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from redis.exceptions import RedisError
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -30,6 +31,13 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 # Close code for a refused websocket: 4000–4999 are the application's; 4429 reads as HTTP's 429.
 CLOSE_RATE_LIMITED = 4429
+# Redis (the shared counts, the channel layer) cannot be reached: the widget reconnects with backoff.
+CLOSE_UNAVAILABLE = 1011
+SOCKET_UNAVAILABLE = {
+    "type": "error",
+    "code": "unavailable",
+    "message": "The chat is unavailable for a moment; it reconnects by itself and nothing you wrote is lost.",
+}
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
@@ -134,9 +142,8 @@ def too_many(request: HttpRequest, verdict: Verdict) -> HttpResponse:
 
 
 class ConnectionRateLimit:
-    """ASGI middleware: at most RATE_LIMIT_CONNECTIONS_PER_IP new websockets per address per window. A refused
-    connection is accepted only to say why (an `error` frame the widget shows) and closed with 4429;
-    refusing the handshake would leave the browser with a bare failure."""
+    """ASGI middleware: at most RATE_LIMIT_CONNECTIONS_PER_IP new websockets per address per window; a refused
+    one is told why and closed with 4429 (1011 while Redis cannot be reached)."""
 
     def __init__(self, inner: ASGIApp, limit: Callable[[], Limit] = connection_limit) -> None:
         self.inner = inner
@@ -146,18 +153,29 @@ class ConnectionRateLimit:
         if scope["type"] != "websocket":
             await self.inner(scope, receive, send)
             return
-        verdict = await sync_to_async(self.limit().hit, thread_sensitive=False)(scope_address(scope))
+        try:
+            verdict = await sync_to_async(self.limit().hit, thread_sensitive=False)(scope_address(scope))
+        except RedisError:
+            # The count lives in Redis, and so does the chat's channel layer: no socket can work now.
+            await refuse_socket(receive, send, SOCKET_UNAVAILABLE, CLOSE_UNAVAILABLE)
+            return
         if verdict.allowed:
             await self.inner(scope, receive, send)
-            return
-        connect = await receive()
-        if connect["type"] != "websocket.connect":
             return
         frame = {
             "type": "error",
             "code": "rate_limited",
             "message": f"Too many new chats from your address; try again in {verdict.wait_text()}.",
         }
-        await send({"type": "websocket.accept"})
-        await send({"type": "websocket.send", "text": json.dumps(frame)})
-        await send({"type": "websocket.close", "code": CLOSE_RATE_LIMITED})
+        await refuse_socket(receive, send, frame, CLOSE_RATE_LIMITED)
+
+
+async def refuse_socket(receive: Receive, send: Send, frame: dict[str, Any], code: int) -> None:
+    """Accept a websocket only to say why it closes (an `error` frame the widget shows): refusing the
+    handshake would leave the browser with a bare failure."""
+    connect = await receive()
+    if connect["type"] != "websocket.connect":
+        return
+    await send({"type": "websocket.accept"})
+    await send({"type": "websocket.send", "text": json.dumps(frame)})
+    await send({"type": "websocket.close", "code": code})

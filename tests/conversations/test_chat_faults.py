@@ -177,13 +177,17 @@ async def test_redis_gone_chats_close_and_work_again_when_it_returns(processes: 
 
     processes.kill("redis")
     # Nothing can reach a chat without its channel layer: the server closes open chats and new ones (the
-    # widget shows it is reconnecting, retries with backoff and keeps what the customer types) ...
+    # widget shows it is reconnecting, retries with backoff and keeps what the customer types), ...
+    # saying why first.
+    said = json.loads(await asyncio.wait_for(socket.recv(), timeout=30))
+    assert said["type"] == "error" and said["code"] == "unavailable" and "nothing you wrote is lost" in said["message"]
     await asyncio.wait_for(socket.wait_closed(), timeout=30)
     assert socket.close_code == 1011
-    with pytest.raises((websockets.exceptions.ConnectionClosed, websockets.exceptions.InvalidStatus, OSError)):
-        socket = await connect(processes)
-        await socket.send(json.dumps({"type": "hello", "token": welcome["token"], "after": 0}))
-        await asyncio.wait_for(socket.recv(), timeout=30)
+    socket = await connect(processes)
+    await socket.send(json.dumps({"type": "hello", "token": welcome["token"], "after": 0}))
+    assert json.loads(await asyncio.wait_for(socket.recv(), timeout=30))["code"] == "unavailable"
+    await asyncio.wait_for(socket.wait_closed(), timeout=30)
+    assert socket.close_code == 1011
 
     # ... and when Redis is back the same chat goes on, without a restart of the server or the worker.
     processes.start("redis")

@@ -1,7 +1,7 @@
 """The websockets: a customer's chat (``/ws/chat/``) and the staff hand-off queue (``/ws/staff/``).
 
-The only async code in the project. Everything that touches the database runs off the event loop in two
-bounded thread pools of this module; turns run where conversations/turn_queue.py sends them (Celery worker processes,
+The only async code in the project. Everything that touches the database runs off the event loop in this
+module's thread pools; turns run where conversations/turn_queue.py sends them (Celery worker processes,
 or threads of this process without Redis), so this process only validates, stores, acknowledges and relays.
 """
 
@@ -42,7 +42,7 @@ from conversations.protocol import (
     parse_staff_frame,
 )
 from conversations.turn_queue import runner
-from supportbot.rate_limits import CLOSE_UNAVAILABLE, SOCKET_UNAVAILABLE
+from supportbot.rate_limits import CLOSE_UNAVAILABLE, SOCKET_UNAVAILABLE, close_saying
 
 logger = logging.getLogger(__name__)
 
@@ -157,10 +157,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
             await super().__call__(scope, receive, noting_accept)
         except RedisError as exc:
             logger.warning("the channel layer's Redis cannot be reached (%s); closing the chat", exc)
-            if not accepted:
-                await send({"type": "websocket.accept"})
-            await send({"type": "websocket.send", "text": json.dumps(SOCKET_UNAVAILABLE)})
-            await send({"type": "websocket.close", "code": CLOSE_UNAVAILABLE})
+            await close_saying(send, SOCKET_UNAVAILABLE, CLOSE_UNAVAILABLE, accept=not accepted)
 
     async def connect(self) -> None:
         self.messages = TokenBucket(settings.CHAT_MESSAGE_BURST, settings.CHAT_MESSAGES_PER_S)

@@ -176,6 +176,12 @@ async def refuse_socket(receive: Receive, send: Send, frame: dict[str, Any], cod
     connect = await receive()
     if connect["type"] != "websocket.connect":
         return
-    await send({"type": "websocket.accept"})
+    await close_saying(send, frame, code, accept=True)
+
+
+async def close_saying(send: Send, frame: dict[str, Any], code: int, *, accept: bool) -> None:
+    """Send ``frame`` and close with ``code``, accepting the socket first where it was not yet."""
+    if accept:
+        await send({"type": "websocket.accept"})
     await send({"type": "websocket.send", "text": json.dumps(frame)})
     await send({"type": "websocket.close", "code": code})

@@ -77,13 +77,29 @@ def _anchored(body_markdown: str) -> tuple[list[Token], list[Heading]]:
     return tokens, headings
 
 
+def _is_own_address(src: str) -> bool:
+    return src.startswith("/") and not src.startswith("//")
+
+
+def _without_outside_images(tokens: list[Token]) -> None:
+    """An image from another host becomes its alt text: a reader's browser fetches an image unasked, so a
+    planted one could carry the page's visitors (and what its address encodes) to someone else's server."""
+    for token in tokens:
+        for i, child in enumerate(token.children or []):
+            if child.type == "image" and not _is_own_address(str(child.attrGet("src") or "")):
+                alt = Token("text", "", 0)
+                alt.content = child.content
+                token.children[i] = alt  # type: ignore[index]
+
+
 def render_article(body_markdown: str, *, without_title: bool = False) -> SafeString:
-    """An article body as HTML, every heading with its section anchor as id.
+    """An article body as HTML, every heading with its section anchor as id; images only from this site.
 
     without_title leaves out a level-1 heading that opens the body, for a page that prints the title
     itself; the anchors of the other headings are unchanged.
     """
     tokens, _ = _anchored(body_markdown)
+    _without_outside_images(tokens)
     if without_title and tokens and tokens[0].type == "heading_open" and tokens[0].tag == "h1":
         tokens = tokens[3:]  # heading_open, inline, heading_close
     html = _MARKDOWN.renderer.render(tokens, _MARKDOWN.options, {})

@@ -42,6 +42,17 @@ def test_it_refuses_javascript_links():
     assert "href" not in render_article("[click](javascript:alert(1))")
 
 
+def test_it_shows_only_this_sites_images():
+    html = render_article(
+        "![logo](/static/logo.png) ![track](https://evil.example/p?c=1) ![proto](//evil.example/a.png)"
+        " ![rel](pixel.png) [a link](https://elsewhere.example)"
+    )
+    assert html.count("<img") == 1 and 'src="/static/logo.png"' in html
+    assert "evil.example" not in html and "pixel.png" not in html
+    assert "track" in html and "proto" in html and "rel" in html  # the alt text stays, as words
+    assert 'href="https://elsewhere.example"' in html  # links are not fetched unasked, so they stay
+
+
 def test_it_numbers_repeated_anchors_in_order():
     body = "# Guide\n\n## Eligibility\n\nA.\n\n## Eligibility\n\nB.\n\n### Eligibility 2\n\nC.\n"
     assert [(h.level, h.text, h.anchor) for h in table_of_contents(body)] == [

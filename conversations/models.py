@@ -86,6 +86,8 @@ class Message(models.Model):
     author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     # Set by the worker that answers this customer message, so two processes never answer it twice.
     answer_started_at = models.DateTimeField(null=True, blank=True)
+    # A staff reply whose e-mail copy did not go out, and why (shown on the queue card until a send works).
+    email_error = models.CharField(max_length=300, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -2,20 +2,24 @@
 
 The reply itself is already stored and shown in the widget; the e-mail is an extra copy, sent after the
 reply is committed, by a thread of this process so that the staff member's request never waits on SMTP.
-A send that fails is logged with the address masked and remembered (in the cache) for the queue card.
+A send the SMTP server turns away for now (greylisting, a full queue, no connection) is tried again after a
+pause; one that still fails, or is refused for good, is logged with the address masked and stored on the
+message, so every server process's queue card shows it until a later send works.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import smtplib
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.core.cache import cache
 from django.core.mail import EmailMessage
+from django.db import close_old_connections
 
 from conversations import events
 from conversations.models import Conversation, Message, Role
@@ -24,8 +28,9 @@ logger = logging.getLogger(__name__)
 
 # The widget on the help page reads this query parameter: the signed token that resumes the chat.
 LINK_PARAMETER = "supportbot_chat"
-# How long the card shows that a reply's e-mail failed.
-FAILURE_KEPT_S = 14 * 24 * 3600
+# Pauses before trying a temporarily refused e-mail again: greylisting servers accept after a few minutes at
+# most, and the outbox thread must not hold the next reply for long.
+RETRY_PAUSES_S: tuple[float, ...] = (10.0, 60.0)
 
 
 @dataclass(frozen=True)
@@ -63,23 +68,42 @@ def masked_address(address: str) -> str:
     return f"{local[:1]}***@{domain}" if domain else "***"
 
 
-def failure_key(message_id: int) -> str:
-    return f"supportbot:reply-email-failed:{message_id}"
+def _temporary(exc: Exception) -> bool:
+    """Whether trying again later may work: no connection, or a 4xx answer (RFC 5321's "transient")."""
+    if isinstance(exc, smtplib.SMTPRecipientsRefused):
+        return all(400 <= code < 500 for code, _ in exc.recipients.values())
+    if isinstance(exc, smtplib.SMTPResponseException):
+        return 400 <= exc.smtp_code < 500
+    return isinstance(exc, OSError)  # refused connection, timeout, dropped link (SMTPServerDisconnected too)
+
+
+def _record(email: ReplyEmail, error: str) -> None:
+    Message.objects.filter(pk=email.message_id).update(email_error=error)
+    events.queue_changed(email.conversation)
 
 
 def send(email: ReplyEmail) -> bool:
-    """Send one reply e-mail; False (logged, and remembered for the card) when the SMTP server refuses it
-    or cannot be reached."""
-    try:
-        EmailMessage(email.subject, email.body, settings.DEFAULT_FROM_EMAIL, [email.to]).send()
-    except Exception as exc:  # smtplib, socket and TLS errors all mean the same here: not delivered
-        reason = f"{type(exc).__name__}: {exc}".replace(email.to, masked_address(email.to))
-        logger.warning("e-mailing staff reply %s to %s failed: %s", email.message_id, masked_address(email.to), reason)
-        cache.set(failure_key(email.message_id), reason[:300], FAILURE_KEPT_S)
-        events.queue_changed(email.conversation)
-        return False
-    cache.delete(failure_key(email.message_id))
-    return True
+    """Send one reply e-mail, trying again after a pause while the refusal is temporary; False (logged, and
+    stored on the message for the card) when it did not go."""
+    close_old_connections()  # this thread's connection may have outlived a database restart
+    pauses = list(RETRY_PAUSES_S)
+    while True:
+        try:
+            EmailMessage(email.subject, email.body, settings.DEFAULT_FROM_EMAIL, [email.to]).send()
+        except Exception as exc:  # smtplib, socket and TLS errors all mean the same here: not delivered
+            reason = f"{type(exc).__name__}: {exc}".replace(email.to, masked_address(email.to))
+            if pauses and _temporary(exc):
+                logger.info("e-mailing staff reply %s: %s; trying again in %s s", email.message_id, reason, pauses[0])
+                time.sleep(pauses.pop(0))
+                continue
+            logger.warning(
+                "e-mailing staff reply %s to %s failed: %s", email.message_id, masked_address(email.to), reason
+            )
+            _record(email, reason[:300])
+            return False
+        if Message.objects.filter(pk=email.message_id).exclude(email_error="").exists():
+            _record(email, "")
+        return True
 
 
 @functools.cache
@@ -94,6 +118,5 @@ def email_staff_reply(message: Message, *, token: str, author: str) -> Future[bo
 
 def failed_replies(conversation: Conversation) -> dict[int, str]:
     """The conversation's staff replies whose e-mail did not go, with why: message id → reason."""
-    ids = list(conversation.messages.filter(role=Role.STAFF).values_list("pk", flat=True))
-    found = cache.get_many([failure_key(i) for i in ids])
-    return {i: found[failure_key(i)] for i in ids if failure_key(i) in found}
+    failed = conversation.messages.filter(role=Role.STAFF).exclude(email_error="")
+    return dict(failed.order_by("pk").values_list("pk", "email_error"))

@@ -1,5 +1,6 @@
 """A real SMTP server on 127.0.0.1 (aiosmtpd) for the tests of e-mailed replies, with the settings that send
-to it; it refuses one address as a real server refuses an unknown mailbox."""
+to it; it refuses one address as a real server refuses an unknown mailbox, and greylists another (a temporary
+refusal the first time, as many real servers answer a sender they have not seen)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from aiosmtpd.controller import Controller
 from tests.loopback import free_port
 
 REFUSED = "refused@example.com"
+GREYLISTED = "greylisted@example.com"
 
 
 class Mailbox:
@@ -22,10 +24,14 @@ class Mailbox:
 
     def __init__(self) -> None:
         self.received: list[MailMessage] = []
+        self.greylisted_once = False
 
     async def handle_RCPT(self, server: Any, session: Any, envelope: Any, address: str, rcpt_options: Any) -> str:
         if address == REFUSED:
             return f"550 5.1.1 <{address}>: Recipient address rejected: User unknown"
+        if address == GREYLISTED and not self.greylisted_once:
+            self.greylisted_once = True
+            return f"451 4.7.1 <{address}>: Recipient address rejected: Greylisted, try again later"
         envelope.rcpt_tos.append(address)
         return "250 OK"
 

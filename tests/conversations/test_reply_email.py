@@ -15,7 +15,8 @@ from django.test import Client
 
 from conversations import chat, notifications
 from conversations.models import Conversation, ConversationStatus, Message, Referral, Turn
-from tests.mailbox import REFUSED, Mailbox, smtp_server
+from tests.loopback import free_port
+from tests.mailbox import GREYLISTED, REFUSED, Mailbox, smtp_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -102,3 +103,39 @@ def test_a_refused_send_is_logged_masked_shown_on_the_card_and_the_reply_kept(he
 
     card = staff.get("/staff/queue").content.decode()
     assert 'data-role="email-failed"' in card and "did not go out" in card and REFUSED not in card
+    # Refused for good (550): tried once, not again.
+    assert [r.getMessage() for r in caplog.records if "trying again" in r.getMessage()] == []
+
+
+def test_a_greylisted_send_is_tried_again_and_goes(helpcentre, smtp, caplog, monkeypatch):
+    monkeypatch.setattr(notifications, "RETRY_PAUSES_S", (0.2, 0.2))
+    conversation = waiting_for_a_person(helpcentre, GREYLISTED)
+    chat.send_staff_reply(conversation, get_user_model().objects.create_user("sam", is_staff=True), "On its way.")
+    [mail] = smtp.wait_for(1)
+    assert mail["To"] == GREYLISTED and smtp.greylisted_once
+    assert any("451" in r.getMessage() and "trying again" in r.getMessage() for r in caplog.records)
+    assert notifications.failed_replies(conversation) == {}
+
+
+def test_a_send_that_keeps_failing_is_stored_on_the_message_and_cleared_by_a_later_success(
+    helpcentre, settings, monkeypatch, caplog
+):
+    conversation = waiting_for_a_person(helpcentre, "jane@example.com")
+    sam = get_user_model().objects.create_user("sam", is_staff=True)
+    message = Message.objects.create(conversation=conversation, role="staff", text="Hello.", author=sam)
+    email = notifications.reply_email(message, token="t", author="Sam")
+    # Nothing listens on this port: a refused connection is temporary, so it is tried 1 + 2 times.
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_TIMEOUT = "127.0.0.1", free_port(), 2
+    monkeypatch.setattr(notifications, "RETRY_PAUSES_S", (0.0, 0.0))
+    assert notifications.send(email) is False
+    assert sum("trying again" in r.getMessage() for r in caplog.records) == 2
+    [reason] = notifications.failed_replies(conversation).values()
+    assert "ConnectionRefusedError" in reason
+    message.refresh_from_db()
+    assert message.email_error == reason  # in the database, so every server process's card shows it
+
+    with smtp_server(settings) as mailbox:
+        assert notifications.send(email) is True
+        assert len(mailbox.wait_for(1)) == 1
+    assert notifications.failed_replies(conversation) == {}

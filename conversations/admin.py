@@ -376,11 +376,11 @@ class StaffPresenceAdmin(admin.ModelAdmin):
     """Only the limit is set here: online / away and the socket count are the queue page's (a status set
     by hand would never be dropped when the person leaves, nor hand their conversations on)."""
 
-    list_display = ("user", "status", "open_sockets", "max_conversations", "last_assigned_at")
+    list_display = ("user", "status", "open_sockets", "seen_at", "max_conversations", "last_assigned_at")
     list_filter = ("status",)
     list_editable = ("max_conversations",)
     list_select_related = ("user",)
-    readonly_fields = ("status", "open_sockets", "last_assigned_at", "updated_at")
+    readonly_fields = ("status", "open_sockets", "seen_at", "last_assigned_at", "updated_at")
 
     def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> tuple[str, ...]:
         # The person is chosen when the row is added by hand, never changed afterwards.

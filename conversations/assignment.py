@@ -20,7 +20,6 @@ from django.utils import timezone
 from conversations import events
 from conversations.models import (
     Conversation,
-    PresenceStatus,
     ReferralStatus,
     StaffAction,
     StaffActionKind,
@@ -41,11 +40,7 @@ def lock_assignments() -> None:
 
 
 def _online() -> list[StaffPresence]:
-    return list(
-        StaffPresence.objects.filter(status=PresenceStatus.ONLINE, user__is_active=True, user__is_staff=True)
-        .select_related("user")
-        .order_by("pk")
-    )
+    return list(StaffPresence.objects.taking_handoffs(timezone.now()).select_related("user").order_by("pk"))
 
 
 def _loads(user_ids: list[int]) -> dict[int, int]:

@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.utils import timezone
 
-from conversations.models import BusinessHours, PresenceStatus, StaffPresence
+from conversations.models import BusinessHours, StaffPresence
 from knowledge.models import Collection
 
 # Closed days can run into weeks (a holiday shutdown); past a year of them nobody will be back.
@@ -143,7 +143,7 @@ def hours_of(collection: Collection) -> Hours | None:
 
 
 def staff_online() -> int:
-    return StaffPresence.objects.filter(status=PresenceStatus.ONLINE, user__is_active=True, user__is_staff=True).count()
+    return StaffPresence.objects.taking_handoffs(timezone.now()).count()
 
 
 def for_collection(collection: Collection, at: datetime | None = None) -> Availability:

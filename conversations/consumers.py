@@ -28,7 +28,7 @@ from conversations import chat, feedback, presence, staff
 from conversations.errors import FrameError, QueueUnavailable
 from conversations.events import STAFF_GROUP, conversation_group, staff_member_group
 from conversations.intake import Incoming, store_customer_messages
-from conversations.models import Conversation, Message
+from conversations.models import PRESENCE_HEARTBEAT_S, Conversation, Message
 from conversations.protocol import (
     Contact,
     CustomerMessage,
@@ -302,11 +302,23 @@ class StaffQueueConsumer(AsyncWebsocketConsumer):
         await self.channel_layer.group_add(staff_member_group(user.pk), self.channel_name)
         counted = await _database(presence.socket_opened)(user)
         self.user = user
+        self.heartbeat = asyncio.create_task(self._beat())
         await self.send(text_data=json.dumps({"type": "presence", "status": counted.status}))
+
+    async def _beat(self) -> None:
+        """Say every PRESENCE_HEARTBEAT_S that this socket is open: if this process stops without closing
+        it, the silence is what tells the others the person is gone."""
+        while True:
+            await asyncio.sleep(PRESENCE_HEARTBEAT_S)
+            try:
+                await _database(presence.heartbeat)(self.user)
+            except Exception:  # one missed beat is harmless; a stopped heartbeat would make the person away
+                logger.exception("staff presence heartbeat failed; trying again at the next beat")
 
     async def disconnect(self, code: int) -> None:
         await self.channel_layer.group_discard(STAFF_GROUP, self.channel_name)
         if self.user is not None:
+            self.heartbeat.cancel()
             await self.channel_layer.group_discard(staff_member_group(self.user.pk), self.channel_name)
             await _database(presence.socket_closed)(self.user)
 

@@ -1,6 +1,7 @@
 """Conversations and everything a turn decided, kept so staff can see why a reply said what it said."""
 
 import uuid
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import models
@@ -327,19 +328,47 @@ class PresenceStatus(models.TextChoices):
     AWAY = "away", "Away"
 
 
+# Each open queue socket says every PRESENCE_HEARTBEAT_S that it is still there. A person none of whose
+# sockets has said so for PRESENCE_LAPSES_AFTER_S is not online, whatever the row says: the server process
+# holding their sockets stopped without closing them (a crash, a kill), so its counts can no longer be trusted.
+PRESENCE_HEARTBEAT_S = 20
+PRESENCE_LAPSES_AFTER_S = 90
+
+
+class StaffPresenceQuerySet(models.QuerySet["StaffPresence"]):
+    def taking_handoffs(self, now: datetime) -> "StaffPresenceQuerySet":
+        """Online, an active staff account, and heard from by a queue socket lately."""
+        return self.filter(
+            status=PresenceStatus.ONLINE,
+            user__is_active=True,
+            user__is_staff=True,
+            seen_at__gte=now - timedelta(seconds=PRESENCE_LAPSES_AFTER_S),
+        )
+
+    def lapsed(self, now: datetime) -> "StaffPresenceQuerySet":
+        """Online by the row, but no socket of theirs has been heard from lately."""
+        stale = models.Q(seen_at__isnull=True) | models.Q(seen_at__lt=now - timedelta(seconds=PRESENCE_LAPSES_AFTER_S))
+        return self.filter(stale, status=PresenceStatus.ONLINE)
+
+
 class StaffPresence(models.Model):
     """Whether a staff member takes hand-offs now: set in the queue, dropped to away when their last queue
-    socket closes."""
+    socket closes, or when none of their sockets has been heard from lately."""
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="presence")
     status = models.CharField(max_length=6, choices=PresenceStatus.choices, default=PresenceStatus.AWAY)
     open_sockets = models.PositiveIntegerField(default=0)
+    seen_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a queue socket of theirs last said it is open."
+    )
     max_conversations = models.PositiveSmallIntegerField(
         default=5, help_text="At most this many open hand-offs are assigned to the person at once."
     )
     # Round-robin: the next hand-off goes to the online person assigned one longest ago.
     last_assigned_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = StaffPresenceQuerySet.as_manager()
 
     class Meta:
         ordering = ["user__username"]

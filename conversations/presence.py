@@ -1,20 +1,23 @@
 """Whether a staff member takes hand-offs now. They say so in the queue page (over its socket); they are
-away as soon as their last queue socket closes. Going online hands them waiting unassigned conversations;
-going away hands theirs to someone else online (conversations/assignment.py).
+away as soon as their last queue socket closes, or once none of their sockets has sent a heartbeat for
+PRESENCE_LAPSES_AFTER_S (the process holding them stopped without closing them). Going online hands them
+waiting unassigned conversations; going away hands theirs to someone else online (conversations/assignment.py).
 
 Plain synchronous functions: the staff socket calls them in Channels' database thread.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from conversations import events
 from conversations.assignment import assign_waiting, lock_assignments, reassign_from
 from conversations.errors import ChatError
-from conversations.models import PresenceStatus, StaffPresence
+from conversations.models import PRESENCE_LAPSES_AFTER_S, PresenceStatus, StaffPresence
 
 
 def presence_of(user: Any) -> StaffPresence:
@@ -31,13 +34,42 @@ def _change(presence: StaffPresence, status: str) -> None:
         reassign_from(presence.user)
 
 
+def _lapsed(presence: StaffPresence) -> bool:
+    return presence.seen_at is None or (timezone.now() - presence.seen_at).total_seconds() > PRESENCE_LAPSES_AFTER_S
+
+
 @transaction.atomic
 def socket_opened(user: Any) -> StaffPresence:
     lock_assignments()
     presence = presence_of(user)
+    if _lapsed(presence):
+        # Sockets counted but silent this long belonged to a process that stopped: none of them is open.
+        presence.open_sockets = 0
     presence.open_sockets += 1
-    presence.save(update_fields=["open_sockets", "updated_at"])
+    presence.seen_at = timezone.now()
+    presence.save(update_fields=["open_sockets", "seen_at", "updated_at"])
     return presence
+
+
+def heartbeat(user: Any) -> None:
+    """One of the person's queue sockets is still open; anyone online whose sockets all fell silent is
+    made away, and their hand-offs move on."""
+    now = timezone.now()
+    StaffPresence.objects.filter(user=user).update(seen_at=now)
+    if StaffPresence.objects.lapsed(now).exists():
+        expire_lapsed()
+
+
+@transaction.atomic
+def expire_lapsed() -> list[StaffPresence]:
+    """Make away everyone online whose sockets have all been silent too long; returns them."""
+    lock_assignments()
+    lapsed = list(StaffPresence.objects.lapsed(timezone.now()).select_related("user"))
+    for presence in lapsed:
+        presence.open_sockets = 0
+        _change(presence, PresenceStatus.AWAY)
+        transaction.on_commit(functools.partial(events.presence_changed, presence.user_id, PresenceStatus.AWAY))
+    return lapsed
 
 
 @transaction.atomic

@@ -62,7 +62,7 @@ def closed_today(served_helpcentre) -> Iterator[availability.Availability]:
 @pytest.fixture
 def someone_online(served_helpcentre) -> Iterator[None]:
     presence = StaffPresence.objects.create(
-        user=get_user_model().objects.get(username="sam"), status=PresenceStatus.ONLINE
+        user=get_user_model().objects.get(username="sam"), status=PresenceStatus.ONLINE, seen_at=timezone.now()
     )
     yield
     presence.delete()

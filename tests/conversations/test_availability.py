@@ -1,9 +1,10 @@
 """Business hours and presence: whether a person is available at fixed instants, and when one will be back."""
 
-from datetime import UTC, date, datetime, time
+from datetime import UTC, date, datetime, time, timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
 from conversations.availability import (
     CLOSED_DAY,
@@ -123,8 +124,13 @@ def test_for_collection_reads_the_hours_closed_days_and_who_is_online(helpcentre
     presence = StaffPresence.objects.create(user=user, status=PresenceStatus.AWAY)
     assert not for_collection(helpcentre, at).available
     presence.status = PresenceStatus.ONLINE
+    presence.seen_at = timezone.now()
     presence.save()
     assert for_collection(helpcentre, at).available
+    # Online by the row, but none of their sockets heard from lately (the server holding them stopped).
+    StaffPresence.objects.filter(pk=presence.pk).update(seen_at=timezone.now() - timedelta(minutes=5))
+    assert for_collection(helpcentre, at).reason == NOBODY_ONLINE
+    StaffPresence.objects.filter(pk=presence.pk).update(seen_at=timezone.now())
     hours = BusinessHours.objects.create(collection=helpcentre, time_zone="Europe/Berlin")
     OpeningPeriod.objects.create(hours=hours, weekday=2, opens=time(9), closes=time(12))
     OpeningPeriod.objects.create(hours=hours, weekday=4, opens=time(10), closes=time(12))

@@ -11,6 +11,7 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.test import Client
+from django.utils import timezone
 
 from conversations import chat
 from conversations.errors import FrameError
@@ -155,7 +156,7 @@ async def test_without_smtp_no_address_is_asked_for_or_taken(small_helpcentre, s
 @pytest.mark.django_db
 def test_inside_business_hours_with_someone_online_the_widget_is_told_a_person_is_there(helpcentre, settings):
     sam = get_user_model().objects.create_user("sam", is_staff=True)
-    StaffPresence.objects.create(user=sam, status=PresenceStatus.ONLINE)
+    StaffPresence.objects.create(user=sam, status=PresenceStatus.ONLINE, seen_at=timezone.now())
     hours = BusinessHours.objects.create(collection=helpcentre, time_zone="UTC")
     for weekday in range(7):
         OpeningPeriod.objects.create(hours=hours, weekday=weekday, opens=time(0), closes=time(23, 59, 59))

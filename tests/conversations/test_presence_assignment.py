@@ -5,7 +5,10 @@ layer (in memory, and Redis when REDIS_URL is set)."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -15,10 +18,12 @@ from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test import AsyncClient, Client
+from django.utils import timezone
 
-from conversations import chat, presence
+from conversations import chat, consumers, presence
 from conversations.assignment import assign
 from conversations.models import (
+    PRESENCE_LAPSES_AFTER_S,
     Conversation,
     ConversationStatus,
     Decision,
@@ -125,6 +130,29 @@ def test_a_person_going_away_hands_their_conversations_on_or_leaves_them_unassig
     presence.socket_closed(ben)  # his last queue page closed: away, his conversation goes to ana
     assert StaffPresence.objects.get(user=ben).status == "away"
     assert assignees([first, third]) == ["ana", "ana"]
+
+
+@pytest.mark.django_db
+def test_a_person_whose_sockets_all_fell_silent_is_away_and_their_hand_offs_move_on(collection):
+    ana, ben = staff_member("ana"), staff_member("ben")
+    first, second = referred(collection), referred(collection)
+    assert assignees([first, second]) == ["ana", "ben"]
+    # The server process holding ana's two queue pages was killed: they never closed, and stopped beating.
+    presence.socket_opened(ana)
+    silent_since = timezone.now() - timedelta(seconds=PRESENCE_LAPSES_AFTER_S + 5)
+    StaffPresence.objects.filter(user=ana).update(seen_at=silent_since)
+    assert assignees([referred(collection)]) == ["ben"]  # nobody has heard from her: not given to her
+
+    presence.heartbeat(ben)  # any live page's beat makes the silent ones away
+    row = StaffPresence.objects.get(user=ana)
+    assert (row.status, row.open_sockets) == ("away", 0)
+    assert assignees([first, second]) == ["ben", "ben"]
+
+    # Her page reconnects to a live process while the dead one's count is still stored: counted from one.
+    StaffPresence.objects.filter(user=ana).update(open_sockets=2, seen_at=silent_since)
+    assert presence.socket_opened(ana).open_sockets == 1
+    presence.socket_closed(ana)
+    assert StaffPresence.objects.get(user=ana).open_sockets == 0
 
 
 @pytest.mark.django_db
@@ -273,6 +301,22 @@ async def test_the_staff_socket_counts_open_pages_and_the_last_one_closing_makes
     assert await sockets_of(ana) == ("online", 1)
     await second.disconnect(timeout=30)
     assert await sockets_of(ana) == ("away", 0)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_an_open_staff_socket_keeps_saying_it_is_there(channel_layer, monkeypatch):
+    monkeypatch.setattr(consumers, "PRESENCE_HEARTBEAT_S", 0.2)
+    ana = await User.objects.acreate(username="ana", is_staff=True)
+    page = await queue_socket(ana)
+    opened = (await StaffPresence.objects.aget(user=ana)).seen_at
+    assert opened is not None
+    deadline = time.monotonic() + 20
+    while (await StaffPresence.objects.aget(user=ana)).seen_at == opened and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    beat = (await StaffPresence.objects.aget(user=ana)).seen_at
+    assert beat is not None and beat > opened
+    await page.disconnect(timeout=30)
 
 
 @pytest.mark.django_db(transaction=True)

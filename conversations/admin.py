@@ -144,7 +144,7 @@ class StaffActionInline(ShowsStaffActions, ReadOnlyInline):
 @admin.register(Conversation)
 class ConversationAdmin(ReadOnly, PersonalDataAdmin):
     list_display = ("public_id", "collection", "audience", "status", "updated_at")
-    list_filter = ("status", "audience", "collection")
+    list_filter = ("status", "audience", "collection", "from_lab")
     fields = readonly_fields = ("public_id", "collection", "audience", "status", "created_at", "updated_at")
     inlines = [MessageInline, TurnInline, ReferralInline, StaffActionInline]
 

@@ -68,7 +68,7 @@ def _next_with_room(online: list[StaffPresence]) -> StaffPresence | None:
 
 
 def _waits_for_a_person(conversation: Conversation) -> bool:
-    return conversation.referrals.filter(status__in=OPEN_REFERRALS).exists()
+    return not conversation.from_lab and conversation.referrals.filter(status__in=OPEN_REFERRALS).exists()
 
 
 def _give(conversation: Conversation, presence: StaffPresence | None) -> None:
@@ -127,7 +127,7 @@ def assigned_to(user: Any) -> list[Conversation]:
 def unassigned_waiting() -> list[Conversation]:
     """Hand-offs nobody has, the longest-waiting first."""
     return list(
-        Conversation.objects.filter(assignee__isnull=True, referrals__status__in=OPEN_REFERRALS)
+        Conversation.objects.filter(assignee__isnull=True, referrals__status__in=OPEN_REFERRALS, from_lab=False)
         .distinct()
         .order_by("updated_at", "pk")
     )

@@ -420,7 +420,7 @@ def _release(conversation: Conversation, user: Any, kind: str) -> None:
 def waiting_conversations() -> list[Conversation]:
     """Conversations a person should look at, the longest-waiting first."""
     return list(
-        Conversation.objects.filter(status__in=[ConversationStatus.REFERRED, ConversationStatus.HUMAN])
+        Conversation.objects.filter(status__in=[ConversationStatus.REFERRED, ConversationStatus.HUMAN], from_lab=False)
         .select_related("collection")
         .order_by("updated_at")
     )

@@ -36,7 +36,9 @@ def to_customer(conversation: Conversation, frame: dict[str, Any]) -> None:
 
 
 def queue_changed(conversation: Conversation) -> None:
-    """The conversation's card in the staff queue is out of date."""
+    """The conversation's card in the staff queue is out of date (a lab conversation has no card)."""
+    if conversation.from_lab:
+        return
     _send(STAFF_GROUP, {"type": "queue.changed", "conversation": str(conversation.public_id)})
 
 

@@ -59,6 +59,9 @@ class Conversation(models.Model):
     contact_email = models.EmailField(blank=True)
     # The customer asked for a person: the assistant answers nothing more until staff hand the conversation back.
     person_requested = models.BooleanField(default=False)
+    # Asked by the evaluation lab or a benchmark, not a customer: kept for the run's report, but never in the
+    # hand-off queue, assigned to staff, counted in the outcome analytics or mined for content gaps.
+    from_lab = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

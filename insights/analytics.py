@@ -278,6 +278,7 @@ def _turn_figures(params: dict[str, Any]) -> dict[Key, TurnFigures]:
             LEFT JOIN {TurnFeedback._meta.db_table} f ON f.turn_id = t.id
             WHERE t.created_at >= %(start)s AND t.created_at < %(end)s AND t.decision <> ''
                 AND (%(collection)s::bigint IS NULL OR c.collection_id = %(collection)s::bigint)
+                AND NOT c.from_lab
         ) asked
         {_GROUPING}
     """
@@ -297,6 +298,7 @@ def _conversation_figures(params: dict[str, Any]) -> dict[Key, ConversationFigur
             FROM {Conversation._meta.db_table} c
             WHERE c.created_at >= %(start)s AND c.created_at < %(end)s
                 AND (%(collection)s::bigint IS NULL OR c.collection_id = %(collection)s::bigint)
+                AND NOT c.from_lab
         ),
         reply AS (
             SELECT t.id, t.conversation_id, t.created_at AS at, t.decision,
@@ -375,6 +377,7 @@ def _handoff_figures(params: dict[str, Any]) -> dict[Key, HandoffFigures]:
             JOIN {Conversation._meta.db_table} c ON c.id = r.conversation_id
             WHERE r.created_at >= %(start)s AND r.created_at < %(end)s
                 AND (%(collection)s::bigint IS NULL OR c.collection_id = %(collection)s::bigint)
+                AND NOT c.from_lab
         ) handed
         {_GROUPING}
     """

@@ -89,7 +89,12 @@ def check_since_days(value: int) -> int:
 def unanswered_questions(collection: Collection, *, since: datetime) -> list[UnansweredQuestion]:
     """The collection's abstained and referred questions asked since then, newest first (at most MAX_QUESTIONS)."""
     turns = (
-        Turn.objects.filter(conversation__collection=collection, decision__in=UNANSWERED, created_at__gte=since)
+        Turn.objects.filter(
+            conversation__collection=collection,
+            conversation__from_lab=False,
+            decision__in=UNANSWERED,
+            created_at__gte=since,
+        )
         .select_related("conversation", "customer_message")
         .order_by("-created_at", "-id")[:MAX_QUESTIONS]
     )

@@ -188,7 +188,7 @@ def _branch(result: QuestionResult) -> str:
 
 
 def evaluate_question(question: GoldenQuestion, collection: Collection, services: TurnServices) -> QuestionResult:
-    conversation = Conversation.objects.create(collection=collection, audience=question.audience)
+    conversation = Conversation.objects.create(collection=collection, audience=question.audience, from_lab=True)
     for earlier in question.history:
         answer_turn(conversation, earlier, services=services, today=question.as_of)
     turn_result = answer_turn(conversation, question.question, services=services, today=question.as_of)

@@ -64,9 +64,13 @@ def staff_member(name: str, *, limit: int = 5, online: bool = True) -> Any:
     return user
 
 
-def referred(collection: Collection, code: str = HandoffReason.NO_KNOWLEDGE, assigned: bool = True) -> Conversation:
+def referred(
+    collection: Collection, code: str = HandoffReason.NO_KNOWLEDGE, assigned: bool = True, from_lab: bool = False
+) -> Conversation:
     """A conversation whose latest turn was referred to a person, assigned as a referral would be."""
-    conversation = Conversation.objects.create(collection=collection, status=ConversationStatus.REFERRED)
+    conversation = Conversation.objects.create(
+        collection=collection, status=ConversationStatus.REFERRED, from_lab=from_lab
+    )
     question = Message.objects.create(conversation=conversation, role=Role.CUSTOMER, text="Where is my sofa?")
     turn = Turn.objects.create(conversation=conversation, customer_message=question, decision=Decision.REFERRED)
     Referral.objects.create(turn=turn, conversation=conversation, reason_code=code, reason="test")
@@ -153,6 +157,16 @@ def test_a_person_whose_sockets_all_fell_silent_is_away_and_their_hand_offs_move
     assert presence.socket_opened(ana).open_sockets == 1
     presence.socket_closed(ana)
     assert StaffPresence.objects.get(user=ana).open_sockets == 0
+
+
+@pytest.mark.django_db
+def test_the_evaluation_labs_referrals_never_reach_staff(collection):
+    staff_member("ana")
+    lab = referred(collection, from_lab=True)
+    assert assignees([lab]) == [None]
+    assert lab not in chat.waiting_conversations()
+    customer = referred(collection)
+    assert assignees([customer]) == ["ana"] and customer in chat.waiting_conversations()
 
 
 @pytest.mark.django_db

@@ -46,9 +46,10 @@ def asked(
     audience: str = "public",
     at: datetime | None = None,
     stored_query: str | None = None,
+    from_lab: bool = False,
 ) -> Turn:
     """A turn as the answer turn records it: the raw message, and the masked question on the turn."""
-    conversation = Conversation.objects.create(collection=collection, audience=audience)
+    conversation = Conversation.objects.create(collection=collection, audience=audience, from_lab=from_lab)
     message = Message.objects.create(conversation=conversation, role=Role.CUSTOMER, text=question)
     reply = Message.objects.create(conversation=conversation, role=Role.ASSISTANT, text="I don't know.")
     turn = Turn.objects.create(

@@ -35,8 +35,8 @@ def _at(row, when: datetime):
     return row
 
 
-def conversation(where: Collection, started: datetime) -> Conversation:
-    return _at(Conversation.objects.create(collection=where), started)
+def conversation(where: Collection, started: datetime, *, from_lab: bool = False) -> Conversation:
+    return _at(Conversation.objects.create(collection=where, from_lab=from_lab), started)
 
 
 def customer_says(chat: Conversation, when: datetime, text: str = "a question") -> Message:

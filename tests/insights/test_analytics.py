@@ -53,6 +53,8 @@ def known_outcomes():
     hand_off(turn(c9, D1, latency_ms=10000), D1 + 3 * DAY, HandoffReason.CUSTOMER_ASKED)
     c10 = conversation(trade, D2)  # resolved, durable
     turn(c10, D2, latency_ms=1500)
+    lab = conversation(shop, D1, from_lab=True)  # `evaluate answers` asking on the live collection: not counted
+    hand_off(turn(lab, D1, Decision.REFERRED, latency_ms=99000, rating=FeedbackRating.DOWN), D1)
     return shop, trade
 
 

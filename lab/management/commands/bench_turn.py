@@ -38,12 +38,12 @@ class Command(BaseCommand):
         except Collection.DoesNotExist:
             raise CommandError(f"No collection {options['collection']!r}; ingest it first.") from None
         services = default_services()
-        warm_up = Conversation.objects.create(collection=collection)
+        warm_up = Conversation.objects.create(collection=collection, from_lab=True)
         answer_turn(warm_up, "How long do refunds take?", services=services)  # loads every model once
         laps: dict[str, list[float]] = {}
         decisions: dict[str, int] = {}
         for question in questions:
-            chat = Conversation.objects.create(collection=collection, audience=question.audience)
+            chat = Conversation.objects.create(collection=collection, audience=question.audience, from_lab=True)
             result = answer_turn(chat, question.question, services=services)
             decisions[result.decision] = decisions.get(result.decision, 0) + 1
             for name, ms in result.latency_ms.items():

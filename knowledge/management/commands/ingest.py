@@ -11,6 +11,7 @@ from knowledge.embeddings import default_embedder, secondary_embedder
 from knowledge.errors import KnowledgeError
 from knowledge.ingest import ingest
 from knowledge.sources import read_beir_corpus, read_markdown_tree
+from knowledge.zendesk import parse_segments, read_zendesk_export
 
 
 def _slug(value: str) -> str:
@@ -22,16 +23,26 @@ def _slug(value: str) -> str:
 
 class Command(BaseCommand):
     help = (
-        "Sync a collection with its sources: Markdown files with front matter (a folder or one file) or a BEIR "
-        "corpus.jsonl. Unchanged documents cost nothing; articles whose files disappeared from a folder are retired."
+        "Sync a collection with its sources: Markdown files with front matter (a folder or one file), a Zendesk "
+        "Help Center articles export (one page, or a folder of pages), or a BEIR corpus.jsonl. Unchanged documents "
+        "cost nothing; articles that disappeared from a folder or an export are retired."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
-            "path", type=Path, help="A folder of .md files, one .md file, or a BEIR folder/corpus.jsonl"
+            "path",
+            type=Path,
+            help="A folder of .md files, one .md file, a Zendesk export (page .json or folder), or a BEIR corpus",
         )
         parser.add_argument("--collection", required=True, help="Collection name (a slug), e.g. helpcentre")
-        parser.add_argument("--format", choices=("markdown", "beir"), default="markdown")
+        parser.add_argument("--format", choices=("markdown", "zendesk", "beir"), default="markdown")
+        parser.add_argument(
+            "--segment",
+            action="append",
+            default=[],
+            metavar="ID=AUDIENCE",
+            help="Zendesk: the audience (member, staff, public) of a user segment; articles of unmapped segments fail",
+        )
         parser.add_argument("--strategy", choices=STRATEGIES, default=settings.CHUNK_STRATEGY)
         parser.add_argument("--min-tokens", type=int, default=settings.CHUNK_MIN_TOKENS)
         parser.add_argument("--max-tokens", type=int, default=settings.CHUNK_MAX_TOKENS)
@@ -55,8 +66,18 @@ class Command(BaseCommand):
         if limit is not None and limit < 1:
             raise CommandError("--limit must be a positive number.")
 
+        if options["segment"] and options["format"] != "zendesk":
+            raise CommandError("--segment applies to --format zendesk only.")
         if options["format"] == "beir":
             items = list(read_beir_corpus(path))
+        elif options["format"] == "zendesk":
+            try:
+                segments = parse_segments(options["segment"])
+            except ValueError as exc:
+                raise CommandError(f"--segment: {exc}") from None
+            if path.is_dir() and not any(path.glob("*.json")):
+                raise CommandError(f"{path} holds no .json export pages.")
+            items = list(read_zendesk_export(path, segments=segments, max_bytes=settings.INGEST_MAX_FILE_BYTES))
         else:
             if path.is_dir() and not any(path.rglob("*.md")):
                 raise CommandError(f"{path} holds no .md files.")
@@ -79,9 +100,10 @@ class Command(BaseCommand):
                 secondary=secondary_embedder(),
                 strategy=options["strategy"],
                 bounds=bounds,
-                # Only a whole folder says which articles exist; a single file or a --limit run says nothing
-                # about the others.
-                retire_missing=path.is_dir() and options["format"] == "markdown" and limit is None,
+                # Only a whole folder or export says which articles exist; a single Markdown file or a --limit
+                # run says nothing about the others.
+                retire_missing=limit is None
+                and (options["format"] == "zendesk" or (options["format"] == "markdown" and path.is_dir())),
                 progress=progress,
             )
         except KnowledgeError as exc:

@@ -34,9 +34,12 @@ def _day_numbers(report: Report) -> list[float]:
     return [float(mdates.date2num(day)) for day, _ in report.days]
 
 
-def _date_axis(axes: Axes) -> None:
+def _date_axis(axes: Axes, days: list[float]) -> None:
     axes.xaxis_date()
     axes.xaxis.set_major_formatter(mdates.DateFormatter("%d %b"))
+    # The whole range, always: autoscaling looks only at the days with data, so a line with one point drew
+    # an axis a few minutes wide (every tick labelled with the same day).
+    axes.set_xlim(days[0] - 0.5, days[-1] + 0.5)
 
 
 def _daily_lines(report: Report, series: dict[str, str], *, title: str, ylabel: str, percent: bool) -> str:
@@ -51,7 +54,7 @@ def _daily_lines(report: Report, series: dict[str, str], *, title: str, ylabel: 
         axes.yaxis.set_major_formatter(lambda y, _: f"{y:.0%}")
     axes.set_title(title)
     axes.set_ylabel(ylabel)
-    _date_axis(axes)
+    _date_axis(axes, days)
     axes.grid(alpha=0.3)
     axes.legend(loc="upper left", fontsize="small")
     return _data_uri(figure)
@@ -68,7 +71,7 @@ def _volume(report: Report) -> str:
         label="conversations",
     )
     axes.bar([x + width / 2 for x in offsets], [f.turns.turns for _, f in report.days], width, label="turns")
-    _date_axis(axes)
+    _date_axis(axes, offsets)
     axes.set_title("Conversations and turns per day")
     axes.grid(alpha=0.3, axis="y")
     axes.legend(loc="upper left", fontsize="small")

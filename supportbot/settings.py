@@ -186,6 +186,10 @@ if CHUNK_MIN_TOKENS * 2 > CHUNK_MAX_TOKENS:
 # ties on StackFAQ (nDCG@10 0.970 / 0.969), with fewer chunks and no sentence embedding at ingest.
 CHUNK_STRATEGY = env_choice("CHUNK_STRATEGY", "heading", ("heading-semantic", "heading", "sentence", "fixed"))
 INGEST_MAX_FILE_BYTES = env_int("INGEST_MAX_FILE_BYTES", 1_000_000, minimum=1_000)
+# Web sources (ingest --format web): a page's HTML carries navigation and scripts, so more than its Markdown.
+WEB_PAGE_MAX_BYTES = env_int("WEB_PAGE_MAX_BYTES", 5_000_000, minimum=10_000)
+WEB_FETCH_TIMEOUT_S = env_float("WEB_FETCH_TIMEOUT_S", 15.0, minimum=0.1, maximum=300.0)
+WEB_MAX_PAGES = env_int("WEB_MAX_PAGES", 500, minimum=1)
 SAMPLE_HELP_CENTRE = BASE_DIR / "knowledge" / "sample" / "helpcentre"
 # Third-party evaluation sets (BEIR layout), kept outside the repository.
 SHARED_DATA_DIR = Path(env_str("SHARED_DATA_DIR", str(BASE_DIR.parent / "shared" / "data")))

@@ -10,7 +10,8 @@ from knowledge.chunking import STRATEGIES, ChunkBounds
 from knowledge.embeddings import default_embedder, secondary_embedder
 from knowledge.errors import KnowledgeError
 from knowledge.ingest import ingest
-from knowledge.sources import read_beir_corpus, read_markdown_tree
+from knowledge.sources import AUDIENCES, read_beir_corpus, read_markdown_tree
+from knowledge.web import WebLimits, read_web_source
 from knowledge.zendesk import parse_segments, read_zendesk_export
 
 
@@ -24,18 +25,22 @@ def _slug(value: str) -> str:
 class Command(BaseCommand):
     help = (
         "Sync a collection with its sources: Markdown files with front matter (a folder or one file), a Zendesk "
-        "Help Center articles export (one page, or a folder of pages), or a BEIR corpus.jsonl. Unchanged documents "
-        "cost nothing; articles that disappeared from a folder or an export are retired."
+        "Help Center articles export (one page, or a folder of pages), a web page or sitemap.xml, or a BEIR "
+        "corpus.jsonl. Unchanged documents cost nothing; articles that disappeared from a folder, an export or a "
+        "sitemap are retired."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "path",
-            type=Path,
-            help="A folder of .md files, one .md file, a Zendesk export (page .json or folder), or a BEIR corpus",
+            help="A folder of .md files, one .md file, a Zendesk export (page .json or folder), a page or "
+            "sitemap.xml address (--format web), or a BEIR corpus",
         )
         parser.add_argument("--collection", required=True, help="Collection name (a slug), e.g. helpcentre")
-        parser.add_argument("--format", choices=("markdown", "zendesk", "beir"), default="markdown")
+        parser.add_argument("--format", choices=("markdown", "zendesk", "web", "beir"), default="markdown")
+        parser.add_argument(
+            "--audience", choices=AUDIENCES, default=None, help="web: who may read the pages (default public)"
+        )
         parser.add_argument(
             "--segment",
             action="append",
@@ -49,9 +54,11 @@ class Command(BaseCommand):
         parser.add_argument("--limit", type=int, default=None, help="Only the first N documents (benchmarks, trials)")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        path: Path = options["path"]
-        if not path.exists():
+        path = Path(options["path"])
+        if options["format"] != "web" and not path.exists():
             raise CommandError(f"{path} does not exist.")
+        if options["audience"] is not None and options["format"] != "web":
+            raise CommandError("--audience applies to --format web only (files say their audience themselves).")
         try:
             collection = _slug(options["collection"])
         except Exception:
@@ -68,8 +75,17 @@ class Command(BaseCommand):
 
         if options["segment"] and options["format"] != "zendesk":
             raise CommandError("--segment applies to --format zendesk only.")
+        lists_every_page = path.is_dir() or options["format"] == "zendesk"
         if options["format"] == "beir":
             items = list(read_beir_corpus(path))
+        elif options["format"] == "web":
+            limits = WebLimits(
+                max_bytes=settings.WEB_PAGE_MAX_BYTES,
+                timeout_s=settings.WEB_FETCH_TIMEOUT_S,
+                max_pages=settings.WEB_MAX_PAGES,
+            )
+            read = read_web_source(options["path"], audience=options["audience"] or "public", limits=limits)
+            items, lists_every_page = read.items, read.lists_every_page
         elif options["format"] == "zendesk":
             try:
                 segments = parse_segments(options["segment"])
@@ -100,10 +116,9 @@ class Command(BaseCommand):
                 secondary=secondary_embedder(),
                 strategy=options["strategy"],
                 bounds=bounds,
-                # Only a whole folder or export says which articles exist; a single Markdown file or a --limit
-                # run says nothing about the others.
-                retire_missing=limit is None
-                and (options["format"] == "zendesk" or (options["format"] == "markdown" and path.is_dir())),
+                # Only a whole folder, export or sitemap says which articles exist; a single file or page, or
+                # a --limit run, says nothing about the others.
+                retire_missing=limit is None and options["format"] != "beir" and lists_every_page,
                 progress=progress,
             )
         except KnowledgeError as exc:

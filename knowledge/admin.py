@@ -1,13 +1,20 @@
 from typing import Any
 
+from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path
 from django.utils.html import format_html
 
 from knowledge import publishing
 from knowledge.embeddings import default_embedder, secondary_embedder
 from knowledge.errors import KnowledgeError
+from knowledge.ingest import configured_chunking, ingest
 from knowledge.models import (
     Article,
     ArticleVersion,
@@ -17,6 +24,7 @@ from knowledge.models import (
     GlossaryEntry,
     VersionStatus,
 )
+from knowledge.sources import read_markdown_zip
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -65,6 +73,36 @@ class VersionInline(admin.TabularInline):
         return format_html('<a href="../../articleversion/{}/change/">v{}</a>', obj.pk, obj.version_label)
 
 
+class UploadMarkdownForm(forms.Form):
+    collection = forms.SlugField(
+        max_length=100,
+        initial="helpcentre",
+        help_text="An existing collection, or a new one (letters, digits, - and _).",
+    )
+    archive = forms.FileField(
+        help_text="A .zip of Markdown files with front matter (the article format of `manage.py ingest`); folders "
+        "inside are fine."
+    )
+    whole_collection = forms.BooleanField(
+        required=False,
+        label="This is the whole collection",
+        help_text="Retire the collection's articles that the archive does not hold. Leave it off to add or update "
+        "only the articles inside.",
+    )
+
+    def clean_archive(self) -> Any:
+        archive = self.cleaned_data["archive"]
+        if archive.size > settings.INGEST_MAX_UPLOAD_BYTES:
+            raise forms.ValidationError(
+                f"The file is {archive.size:,} bytes, over the limit of {settings.INGEST_MAX_UPLOAD_BYTES:,} bytes."
+            )
+        return archive
+
+
+# Enough to see what went wrong; the count says how many more there were.
+SHOWN_ERRORS = 20
+
+
 @admin.register(Article)
 class ArticleAdmin(admin.ModelAdmin):
     list_display = ["slug", "title", "collection", "product", "language", "retired_at"]
@@ -72,6 +110,49 @@ class ArticleAdmin(admin.ModelAdmin):
     search_fields = ["slug", "title"]
     readonly_fields = ["collection", "slug", "retired_at", "created_at", "updated_at"]
     inlines = [VersionInline]
+
+    def get_urls(self) -> list[URLPattern]:
+        upload = path("upload/", self.admin_site.admin_view(self.upload_view), name="knowledge_article_upload")
+        return [upload, *super().get_urls()]
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        context = {**(extra_context or {}), "can_upload": request.user.has_perm("knowledge.add_article")}
+        return super().changelist_view(request, context)
+
+    def upload_view(self, request: HttpRequest) -> HttpResponse:
+        """Ingest a zip of Markdown files in this request, as `manage.py ingest ARCHIVE.zip` does."""
+        if not request.user.has_perm("knowledge.add_article"):
+            raise PermissionDenied
+        form = UploadMarkdownForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
+            items = read_markdown_zip(
+                data["archive"].name, data["archive"].read(), max_bytes=settings.INGEST_MAX_FILE_BYTES
+            )
+            strategy, bounds = configured_chunking()
+            try:
+                report = ingest(
+                    data["collection"],
+                    items,
+                    embedder=default_embedder(),
+                    secondary=secondary_embedder(),
+                    strategy=strategy,
+                    bounds=bounds,
+                    retire_missing=data["whole_collection"],
+                )
+            except KnowledgeError as exc:
+                form.add_error(None, str(exc))
+            else:
+                level = messages.WARNING if report.failed or report.warnings else messages.SUCCESS
+                self.message_user(request, f"{data['collection']}: {report.summary()}", level)
+                for problem in [*report.warnings, *map(str, report.errors)][:SHOWN_ERRORS]:
+                    self.message_user(request, problem, messages.ERROR)
+                hidden = len(report.errors) + len(report.warnings) - SHOWN_ERRORS
+                if hidden > 0:
+                    self.message_user(request, f"… and {hidden} more.", messages.ERROR)
+                return redirect("admin:knowledge_article_changelist")
+        context = {**self.admin_site.each_context(request), "title": "Upload Markdown", "opts": self.opts, "form": form}
+        return TemplateResponse(request, "admin/knowledge/article/upload.html", context)
 
 
 class ChunkInline(admin.TabularInline):

@@ -6,8 +6,11 @@ Pure functions: every problem becomes an IngestFileError naming the file, line a
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import re
+import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
@@ -165,6 +168,64 @@ def read_markdown_tree(root: Path, *, max_bytes: int) -> Iterator[SourceDocument
             yield parse_markdown(str(path), path.read_bytes(), max_bytes=max_bytes)
         except IngestFileError as exc:
             yield exc
+
+
+# A zip's members are read into memory: bounded in number and in total size as well as one by one, so
+# that a small upload cannot expand into gigabytes.
+ZIP_MAX_MEMBERS = 2_000
+
+
+def read_markdown_zip(name: str, raw: bytes, *, max_bytes: int) -> list[SourceDocument | IngestFileError]:
+    """Every .md member of a zip archive (an upload, or a file), in name order; folders inside are fine.
+    Members other than Markdown, and the metadata macOS adds, are skipped. Each member is at most
+    ``max_bytes``, and all of them together at most ZIP_MAX_MEMBERS times that."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(raw))
+    except zipfile.BadZipFile:
+        return [IngestFileError(name, "not a zip archive")]
+    members = [
+        info
+        for info in archive.infolist()
+        if not info.is_dir()
+        and info.filename.lower().endswith(".md")
+        and not any(part.startswith((".", "__MACOSX")) for part in info.filename.split("/"))
+    ]
+    if not members:
+        return [IngestFileError(name, "the archive holds no .md files")]
+    if len(members) > ZIP_MAX_MEMBERS:
+        return [
+            IngestFileError(
+                name, f"the archive holds {len(members):,} .md files, over the limit of {ZIP_MAX_MEMBERS:,}"
+            )
+        ]
+    total = sum(info.file_size for info in members)
+    if total > max_bytes * ZIP_MAX_MEMBERS:
+        return [
+            IngestFileError(
+                name, f"the archive expands to {total:,} bytes, over the limit of {max_bytes * ZIP_MAX_MEMBERS:,}"
+            )
+        ]
+    items: list[SourceDocument | IngestFileError] = []
+    for info in sorted(members, key=lambda i: i.filename):
+        path = f"{name}!{info.filename}"
+        if info.flag_bits & 0x1:
+            items.append(IngestFileError(path, "the file is encrypted"))
+            continue
+        if info.file_size > max_bytes:
+            items.append(
+                IngestFileError(path, f"file is {info.file_size:,} bytes, over the limit of {max_bytes:,} bytes")
+            )
+            continue
+        try:
+            with archive.open(info) as member:
+                # The size in the directory can lie: read one byte past the limit to know.
+                content = member.read(max_bytes + 1)
+            items.append(parse_markdown(path, content, max_bytes=max_bytes))
+        except IngestFileError as exc:
+            items.append(exc)
+        except (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError) as exc:  # corrupt, or unknown
+            items.append(IngestFileError(path, f"could not be read from the archive: {exc}"))
+    return items
 
 
 def read_beir_corpus(

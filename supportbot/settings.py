@@ -190,6 +190,8 @@ INGEST_MAX_FILE_BYTES = env_int("INGEST_MAX_FILE_BYTES", 1_000_000, minimum=1_00
 WEB_PAGE_MAX_BYTES = env_int("WEB_PAGE_MAX_BYTES", 5_000_000, minimum=10_000)
 WEB_FETCH_TIMEOUT_S = env_float("WEB_FETCH_TIMEOUT_S", 15.0, minimum=0.1, maximum=300.0)
 WEB_MAX_PAGES = env_int("WEB_MAX_PAGES", 500, minimum=1)
+# A zip of Markdown uploaded in the admin (Articles › Upload Markdown): read in the request, so kept modest.
+INGEST_MAX_UPLOAD_BYTES = env_int("INGEST_MAX_UPLOAD_BYTES", 50_000_000, minimum=10_000)
 SAMPLE_HELP_CENTRE = BASE_DIR / "knowledge" / "sample" / "helpcentre"
 # Third-party evaluation sets (BEIR layout), kept outside the repository.
 SHARED_DATA_DIR = Path(env_str("SHARED_DATA_DIR", str(BASE_DIR.parent / "shared" / "data")))

@@ -10,7 +10,7 @@ from knowledge.chunking import STRATEGIES, ChunkBounds
 from knowledge.embeddings import default_embedder, secondary_embedder
 from knowledge.errors import KnowledgeError
 from knowledge.ingest import ingest
-from knowledge.sources import AUDIENCES, read_beir_corpus, read_markdown_tree
+from knowledge.sources import AUDIENCES, ZIP_MAX_MEMBERS, read_beir_corpus, read_markdown_tree, read_markdown_zip
 from knowledge.web import WebLimits, read_web_source
 from knowledge.zendesk import parse_segments, read_zendesk_export
 
@@ -33,8 +33,8 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "path",
-            help="A folder of .md files, one .md file, a Zendesk export (page .json or folder), a page or "
-            "sitemap.xml address (--format web), or a BEIR corpus",
+            help="A folder of .md files, one .md file, a .zip of them, a Zendesk export (page .json or folder), "
+            "a page or sitemap.xml address (--format web), or a BEIR corpus",
         )
         parser.add_argument("--collection", required=True, help="Collection name (a slug), e.g. helpcentre")
         parser.add_argument("--format", choices=("markdown", "zendesk", "web", "beir"), default="markdown")
@@ -75,7 +75,8 @@ class Command(BaseCommand):
 
         if options["segment"] and options["format"] != "zendesk":
             raise CommandError("--segment applies to --format zendesk only.")
-        lists_every_page = path.is_dir() or options["format"] == "zendesk"
+        is_zip = options["format"] == "markdown" and path.suffix.lower() == ".zip"
+        lists_every_page = path.is_dir() or is_zip or options["format"] == "zendesk"
         if options["format"] == "beir":
             items = list(read_beir_corpus(path))
         elif options["format"] == "web":
@@ -86,6 +87,11 @@ class Command(BaseCommand):
             )
             read = read_web_source(options["path"], audience=options["audience"] or "public", limits=limits)
             items, lists_every_page = read.items, read.lists_every_page
+        elif is_zip:
+            limit_bytes = settings.INGEST_MAX_FILE_BYTES * ZIP_MAX_MEMBERS
+            if path.stat().st_size > limit_bytes:
+                raise CommandError(f"{path} is over the limit of {limit_bytes:,} bytes for an archive.")
+            items = read_markdown_zip(str(path), path.read_bytes(), max_bytes=settings.INGEST_MAX_FILE_BYTES)
         elif options["format"] == "zendesk":
             try:
                 segments = parse_segments(options["segment"])

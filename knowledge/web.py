@@ -29,6 +29,7 @@ USER_AGENT = "supportbot-importer/1.0"
 _SITEMAP_NS = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
 # Fewer words than this besides headings is navigation or an empty page, not an article.
 MIN_CONTENT_WORDS = 8
+_HTML_LANG = re.compile(r"<html\b[^>]*\blang=[\"']?([A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})?)", re.IGNORECASE)
 _SLUG_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -110,6 +111,12 @@ def _http_date(value: str | None) -> date | None:
         return None
 
 
+def _language_of(html: str) -> str:
+    """The page's declared language (<html lang="en-GB"> → en-gb), English when it declares none."""
+    declared = _HTML_LANG.search(html[:5_000])
+    return declared.group(1).lower() if declared else "en"
+
+
 def page_slug(url: str) -> str:
     """A stable id from the page's path: /hc/en-us/returns.html → hc-en-us-returns."""
     path = urlsplit(url).path.strip("/")
@@ -154,7 +161,7 @@ def page_document(fetched: Fetched, *, audience: str, today: date) -> SourceDocu
         slug=page_slug(fetched.url),
         title=" ".join(title.split())[:300],
         product="",
-        language="en",
+        language=_language_of(html),
         # A page has no version of its own: each new text is one, in force from when it changed.
         version_label=digest[:12],
         effective_date=fetched.last_modified or today,

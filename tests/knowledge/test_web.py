@@ -176,7 +176,7 @@ def test_a_page_is_its_main_content_as_markdown(site):
     assert not read.lists_every_page  # one page says nothing about the others
     [doc] = read.items
     assert isinstance(doc, SourceDocument)
-    assert (doc.slug, doc.title, doc.audience) == ("hc-returns", "Returning an item", "member")
+    assert (doc.slug, doc.title, doc.audience, doc.language) == ("hc-returns", "Returning an item", "member", "en")
     assert doc.effective_date == date(2026, 11, 3)  # from Last-Modified
     body = doc.body
     assert body.startswith("# Returning an item\n")
@@ -204,6 +204,13 @@ def test_a_broken_sitemap_is_one_clear_error(site):
     site.routes["/sitemap.xml"] = (200, {"Content-Type": "application/xml"}, b"<urlset><url><loc>")
     [error] = read_web_source(f"{site.base}/sitemap.xml", limits=LIMITS).items
     assert "is not a sitemap" in str(error)
+
+
+def test_a_page_says_its_language(site):
+    status, headers, body = site.routes["/hc/payments"]
+    site.routes["/hc/payments"] = (status, headers, body.replace(b'<html lang="en">', b'<html lang="de-AT">'))
+    [doc] = read_web_source(f"{site.base}/hc/payments", limits=LIMITS).items
+    assert isinstance(doc, SourceDocument) and doc.language == "de-at"
 
 
 def test_page_ids_come_from_the_path():

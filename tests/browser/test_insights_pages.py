@@ -12,7 +12,7 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
-from playwright.sync_api import expect
+from playwright.sync_api import Browser, Page, expect
 
 from conversations.models import Decision, FeedbackRating
 from insights.models import ContentGap
@@ -41,13 +41,19 @@ def known_outcomes() -> None:
     turn(conversation(helpcentre, then, from_lab=True), then, Decision.REFERRED, latency_ms=50_000)
 
 
+def signed_in(browser: Browser, url: str, username: str, password: str) -> Page:
+    """A new page at ``url`` once its sign-in form (the staff one, or the admin's) is filled in."""
+    page = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
+    page.goto(url)
+    page.locator("#id_username").fill(username)
+    page.locator("#id_password").fill(password)
+    page.locator("[type=submit]").click()
+    return page
+
+
 def test_staff_read_the_outcomes_with_plots_and_download_them(browser, live_url, artifacts):
     in_own_thread(known_outcomes)
-    page = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
-    page.goto(f"{live_url}/staff/analytics")
-    page.locator("#id_username").fill("sam")
-    page.locator("#id_password").fill(STAFF_PASSWORD)
-    page.locator("button[type=submit]").click()
+    page = signed_in(browser, f"{live_url}/staff/analytics", "sam", STAFF_PASSWORD)
 
     totals = page.locator("[data-role=totals] td")
     expect(totals.nth(0)).to_have_text("5")  # conversations: the evaluation's is not one of them
@@ -81,11 +87,7 @@ def abstained_questions() -> None:
 
 def test_an_author_finds_the_gaps_and_starts_a_draft_from_one(browser, live_url, artifacts):
     in_own_thread(abstained_questions)
-    page = browser.new_context(viewport={"width": 1280, "height": 1000}).new_page()
-    page.goto(f"{live_url}/admin/insights/contentgap/")
-    page.locator("#id_username").fill("author")
-    page.locator("#id_password").fill(AUTHOR_PASSWORD)
-    page.locator("input[type=submit]").click()
+    page = signed_in(browser, f"{live_url}/admin/insights/contentgap/", "author", AUTHOR_PASSWORD)
 
     page.locator("[data-role=find-gaps]").click()
     page.locator("#id_collection").select_option(label="helpcentre")

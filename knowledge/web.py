@@ -172,6 +172,14 @@ def page_document(fetched: Fetched, *, audience: str, today: date) -> SourceDocu
     )
 
 
+def _is_sitemap(fetched: Fetched) -> bool:
+    # Servers often label sitemaps text/plain or application/octet-stream: the start of the body decides too.
+    start = fetched.body[:200].lstrip()
+    return fetched.content_type in ("application/xml", "text/xml") or start.startswith(
+        (b"<?xml", b"<urlset", b"<sitemapindex")
+    )
+
+
 def sitemap_urls(fetched: Fetched, *, host: str, limits: WebLimits) -> list[str]:
     """The page addresses a sitemap lists (a sitemap index is followed one level), on the source's host."""
     try:
@@ -227,7 +235,7 @@ def read_web_source(
         first = fetch(url, host=host, limits=limits)
     except FetchError as exc:
         return WebRead([IngestFileError(url, str(exc))], lists_every_page=False)
-    if first.content_type not in ("application/xml", "text/xml"):
+    if not _is_sitemap(first):
         return WebRead([_page(first, robots, audience=audience, day=day)], lists_every_page=False)
     try:
         addresses = sitemap_urls(first, host=host, limits=limits)

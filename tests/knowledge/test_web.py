@@ -200,6 +200,13 @@ def test_an_unusable_address_is_one_clear_error(address, message):
     assert isinstance(error, IngestFileError) and message in str(error)
 
 
+def test_a_sitemap_served_as_plain_text_is_still_a_sitemap(site):
+    _, _, body = site.routes["/sitemap.xml"]
+    site.routes["/sitemap.xml"] = (200, {"Content-Type": "application/octet-stream"}, body)
+    read = read_web_source(f"{site.base}/sitemap.xml", limits=LIMITS)
+    assert read.lists_every_page and len(read.items) == 3
+
+
 def test_a_broken_sitemap_is_one_clear_error(site):
     site.routes["/sitemap.xml"] = (200, {"Content-Type": "application/xml"}, b"<urlset><url><loc>")
     [error] = read_web_source(f"{site.base}/sitemap.xml", limits=LIMITS).items

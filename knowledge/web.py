@@ -180,17 +180,22 @@ def _is_sitemap(fetched: Fetched) -> bool:
     )
 
 
-def sitemap_urls(fetched: Fetched, *, host: str, limits: WebLimits) -> list[str]:
-    """The page addresses a sitemap lists (a sitemap index is followed one level), on the source's host."""
+def sitemap_urls(fetched: Fetched, *, host: str, limits: WebLimits, index_allowed: bool = True) -> list[str]:
+    """The page addresses a sitemap lists (a sitemap index is followed one level: an index inside an index,
+    or one listing itself, is refused rather than followed round)."""
     try:
         root = ElementTree.fromstring(fetched.body)
     except ElementTree.ParseError as exc:
         raise FetchError(f"{fetched.url} is not a sitemap (XML: {exc})") from None
     locations = [(loc.text or "").strip() for loc in root.iter(f"{_SITEMAP_NS}loc")]
     if root.tag == f"{_SITEMAP_NS}sitemapindex":
+        if not index_allowed:
+            raise FetchError(f"{fetched.url} is a sitemap index inside a sitemap index")
         pages: list[str] = []
         for nested in locations:
-            pages += sitemap_urls(fetch(nested, host=host, limits=limits), host=host, limits=limits)
+            pages += sitemap_urls(
+                fetch(nested, host=host, limits=limits), host=host, limits=limits, index_allowed=False
+            )
         return pages
     if root.tag != f"{_SITEMAP_NS}urlset":
         raise FetchError(f"{fetched.url} is not a sitemap (its root is <{root.tag}>, not <urlset>)")

@@ -146,15 +146,6 @@ def site() -> Iterator[Site]:
     server.server_close()
 
 
-def by_address(items: list[SourceDocument | IngestFileError]) -> dict[str, str]:
-    return {
-        (i.path if isinstance(i, SourceDocument) else str(i).split(": ")[0]): (
-            "ok" if isinstance(i, SourceDocument) else str(i)
-        )
-        for i in items
-    }
-
-
 def test_a_sitemap_brings_its_pages_and_names_every_page_it_could_not(site):
     read = read_web_source(f"{site.base}/sitemap-everything.xml", limits=LIMITS)
     assert read.lists_every_page
@@ -205,6 +196,19 @@ def test_a_sitemap_served_as_plain_text_is_still_a_sitemap(site):
     site.routes["/sitemap.xml"] = (200, {"Content-Type": "application/octet-stream"}, body)
     read = read_web_source(f"{site.base}/sitemap.xml", limits=LIMITS)
     assert read.lists_every_page and len(read.items) == 3
+
+
+def test_a_sitemap_index_is_followed_one_level_and_never_round(site):
+    index = (
+        '<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"<sitemap><loc>{site.base}/sitemap.xml</loc></sitemap></sitemapindex>"
+    ).encode()
+    site.routes["/index.xml"] = (200, {"Content-Type": "application/xml"}, index)
+    assert len(read_web_source(f"{site.base}/index.xml", limits=LIMITS).items) == 3
+    looping = index.replace(b"/sitemap.xml", b"/index.xml")
+    site.routes["/index.xml"] = (200, {"Content-Type": "application/xml"}, looping)
+    [error] = read_web_source(f"{site.base}/index.xml", limits=LIMITS).items
+    assert "is a sitemap index inside a sitemap index" in str(error)
 
 
 def test_a_broken_sitemap_is_one_clear_error(site):

@@ -338,19 +338,21 @@ PRESENCE_HEARTBEAT_S = 20
 PRESENCE_LAPSES_AFTER_S = 90
 
 
+def presence_cutoff(now: datetime) -> datetime:
+    """A person last heard from before this is no longer online."""
+    return now - timedelta(seconds=PRESENCE_LAPSES_AFTER_S)
+
+
 class StaffPresenceQuerySet(models.QuerySet["StaffPresence"]):
     def taking_handoffs(self, now: datetime) -> "StaffPresenceQuerySet":
         """Online, an active staff account, and heard from by a queue socket lately."""
         return self.filter(
-            status=PresenceStatus.ONLINE,
-            user__is_active=True,
-            user__is_staff=True,
-            seen_at__gte=now - timedelta(seconds=PRESENCE_LAPSES_AFTER_S),
+            status=PresenceStatus.ONLINE, user__is_active=True, user__is_staff=True, seen_at__gte=presence_cutoff(now)
         )
 
     def lapsed(self, now: datetime) -> "StaffPresenceQuerySet":
         """Online by the row, but no socket of theirs has been heard from lately."""
-        stale = models.Q(seen_at__isnull=True) | models.Q(seen_at__lt=now - timedelta(seconds=PRESENCE_LAPSES_AFTER_S))
+        stale = models.Q(seen_at__isnull=True) | models.Q(seen_at__lt=presence_cutoff(now))
         return self.filter(stale, status=PresenceStatus.ONLINE)
 
 

@@ -17,7 +17,7 @@ from django.utils import timezone
 from conversations import events
 from conversations.assignment import assign_waiting, lock_assignments, reassign_from
 from conversations.errors import ChatError
-from conversations.models import PRESENCE_LAPSES_AFTER_S, PresenceStatus, StaffPresence
+from conversations.models import PresenceStatus, StaffPresence, presence_cutoff
 
 
 def presence_of(user: Any) -> StaffPresence:
@@ -35,7 +35,7 @@ def _change(presence: StaffPresence, status: str) -> None:
 
 
 def _lapsed(presence: StaffPresence) -> bool:
-    return presence.seen_at is None or (timezone.now() - presence.seen_at).total_seconds() > PRESENCE_LAPSES_AFTER_S
+    return presence.seen_at is None or presence.seen_at < presence_cutoff(timezone.now())
 
 
 @transaction.atomic

@@ -26,7 +26,7 @@ OPTIONAL_FIELDS = ("product", "language", "supersedes")
 # BEIR corpora carry no dates; one fixed date keeps their articles comparable across runs.
 BEIR_EFFECTIVE_DATE = date(2000, 1, 1)
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
-_LANGUAGE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$")
+LANGUAGE_CODE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$")
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ def parse_markdown(path: str, raw: bytes, *, max_bytes: int) -> SourceDocument:
             path, f"{raw_date!r} is not a date (use YYYY-MM-DD)", line=lines["effective_date"], field="effective_date"
         ) from None
     language = _text_field(path, fields, lines, "language", 16) if "language" in fields else "en"
-    if not _LANGUAGE.match(language):
+    if not LANGUAGE_CODE.match(language):
         raise IngestFileError(
             path,
             f"{language!r} is not a language code such as 'en' or 'en-GB'",

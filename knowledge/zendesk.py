@@ -20,13 +20,12 @@ from bs4 import BeautifulSoup
 from markdownify import markdownify
 
 from knowledge.errors import IngestFileError
-from knowledge.sources import AUDIENCES, SourceDocument
+from knowledge.sources import AUDIENCES, LANGUAGE_CODE, SourceDocument
 
 # An API page holds up to 100 articles, so a page may be this many times an article's size limit.
 ARTICLES_PER_PAGE = 100
 # Elements whose content is never article text: scripts, styles, embedded players and forms.
 _DROPPED_ELEMENTS = ("script", "style", "noscript", "iframe", "object", "embed", "form", "svg")
-_LANGUAGE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$")
 _SEGMENT = re.compile(r"^(\d+)=([a-z]+)$")
 
 
@@ -114,7 +113,7 @@ def parse_article(
     except ValueError:
         return IngestFileError(where, f"{stamp!r} is not an ISO 8601 time", field="edited_at")
     language = str(article.get("locale") or "en").strip().lower()
-    if not _LANGUAGE.match(language):
+    if not LANGUAGE_CODE.match(language):
         return IngestFileError(where, f"{language!r} is not a locale such as 'en-us'", field="locale")
     content = json.dumps([article_id, title, body, audience, language, stamp], ensure_ascii=False)
     return SourceDocument(

@@ -11,7 +11,6 @@ from knowledge.embeddings import default_embedder, secondary_embedder
 from knowledge.errors import KnowledgeError
 from knowledge.ingest import ingest
 from knowledge.sources import AUDIENCES, ZIP_MAX_MEMBERS, read_beir_corpus, read_markdown_tree, read_markdown_zip
-from knowledge.web import WebLimits, read_web_source
 from knowledge.zendesk import parse_segments, read_zendesk_export
 
 
@@ -80,6 +79,10 @@ class Command(BaseCommand):
         if options["format"] == "beir":
             items = list(read_beir_corpus(path))
         elif options["format"] == "web":
+            # Here, not at the top: trafilatura and its date parsers take 0.25 s to import, which every
+            # Markdown sync (make run starts with one) would pay for nothing.
+            from knowledge.web import WebLimits, read_web_source
+
             limits = WebLimits(
                 max_bytes=settings.WEB_PAGE_MAX_BYTES,
                 timeout_s=settings.WEB_FETCH_TIMEOUT_S,

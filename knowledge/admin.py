@@ -4,17 +4,18 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, QuerySet
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect
+from django.db.models import Count, Max, QuerySet
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
-from django.urls import URLPattern, path
-from django.utils.html import format_html
+from django.urls import URLPattern, path, reverse
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
 
-from knowledge import publishing
+from knowledge import publishing, tasks
+from knowledge.api import issue_token
 from knowledge.embeddings import default_embedder, secondary_embedder
 from knowledge.errors import KnowledgeError
-from knowledge.ingest import configured_chunking, ingest
 from knowledge.models import (
     Article,
     ArticleVersion,
@@ -22,9 +23,14 @@ from knowledge.models import (
     Collection,
     EmbeddingSpace,
     GlossaryEntry,
+    IngestionToken,
+    Source,
+    SyncRun,
+    SyncTrigger,
     VersionStatus,
 )
-from knowledge.sources import read_markdown_zip
+from knowledge.sources import SourceRead, read_markdown_zip
+from knowledge.sync import error_text
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -99,10 +105,6 @@ class UploadMarkdownForm(forms.Form):
         return archive
 
 
-# Enough to see what went wrong; the count says how many more there were.
-SHOWN_ERRORS = 20
-
-
 @admin.register(Article)
 class ArticleAdmin(admin.ModelAdmin):
     list_display = ["slug", "title", "collection", "product", "language", "retired_at"]
@@ -120,7 +122,8 @@ class ArticleAdmin(admin.ModelAdmin):
         return super().changelist_view(request, context)
 
     def upload_view(self, request: HttpRequest) -> HttpResponse:
-        """Ingest a zip of Markdown files in this request, as `manage.py ingest ARCHIVE.zip` does."""
+        """Sync a collection with a zip of Markdown files, as `manage.py ingest ARCHIVE.zip` does: read and
+        checked in this request, written by the ingestion workers; the run's page follows it."""
         if not request.user.has_perm("knowledge.add_article"):
             raise PermissionDenied
         form = UploadMarkdownForm(request.POST or None, request.FILES or None)
@@ -129,28 +132,19 @@ class ArticleAdmin(admin.ModelAdmin):
             items = read_markdown_zip(
                 data["archive"].name, data["archive"].read(), max_bytes=settings.INGEST_MAX_FILE_BYTES
             )
-            strategy, bounds = configured_chunking()
             try:
-                report = ingest(
+                run = tasks.start_documents_run(
                     data["collection"],
-                    items,
-                    embedder=default_embedder(),
-                    secondary=secondary_embedder(),
-                    strategy=strategy,
-                    bounds=bounds,
+                    SourceRead(items, lists_every_page=True),
+                    trigger=SyncTrigger.UPLOAD,
+                    description=f"upload {data['archive'].name}",
                     retire_missing=data["whole_collection"],
+                    requested_by=request.user,
                 )
             except KnowledgeError as exc:
                 form.add_error(None, str(exc))
             else:
-                level = messages.WARNING if report.failed or report.warnings else messages.SUCCESS
-                self.message_user(request, f"{data['collection']}: {report.summary()}", level)
-                for problem in [*report.warnings, *map(str, report.errors)][:SHOWN_ERRORS]:
-                    self.message_user(request, problem, messages.ERROR)
-                hidden = len(report.errors) + len(report.warnings) - SHOWN_ERRORS
-                if hidden > 0:
-                    self.message_user(request, f"… and {hidden} more.", messages.ERROR)
-                return redirect("admin:knowledge_article_changelist")
+                return redirect("admin:knowledge_syncrun_change", run.pk)
         context = {**self.admin_site.each_context(request), "title": "Upload Markdown", "opts": self.opts, "form": form}
         return TemplateResponse(request, "admin/knowledge/article/upload.html", context)
 
@@ -234,3 +228,131 @@ class GlossaryEntryAdmin(admin.ModelAdmin):
     list_display = ["phrase", "meaning", "collection", "updated_at"]
     list_filter = ["collection"]
     search_fields = ["phrase", "meaning"]
+
+
+def run_progress(run: SyncRun) -> dict[str, Any]:
+    """What the run's admin page shows, and refreshes while the run goes on."""
+    return {
+        "status": run.get_status_display(),
+        "ended": run.ended,
+        "articles": f"{run.articles_done} of {run.articles}",
+        "documents": f"{run.new} new, {run.changed} changed, {run.unchanged} unchanged, {run.failed} failed, "
+        f"{run.retired} retired",
+        "chunks": str(run.chunks),
+        "embedding_calls": str(run.embedding_calls),
+        "problems": [*run.warnings, *map(error_text, run.errors)],
+    }
+
+
+@admin.register(SyncRun)
+class SyncRunAdmin(ReadOnlyAdmin):
+    list_display = ["pk", "collection", "trigger", "description", "status", "progress", "failed", "created_at"]
+    list_filter = ["status", "trigger", "collection"]
+    search_fields = ["description"]
+    readonly_fields = (
+        "collection",
+        "source",
+        "trigger",
+        "description",
+        "requested_by",
+        "status",
+        "progress",
+        "documents",
+        "chunks",
+        "embedding_calls",
+        "problems",
+        "created_at",
+        "started_at",
+        "finished_at",
+    )
+    fields = readonly_fields
+    change_form_template = "admin/knowledge/syncrun/change_form.html"
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return request.user.has_perm("knowledge.view_article")
+
+    def get_urls(self) -> list[URLPattern]:
+        view = self.admin_site.admin_view(self.progress_view)
+        return [path("<int:run_id>/progress/", view, name="knowledge_syncrun_progress"), *super().get_urls()]
+
+    def progress_view(self, request: HttpRequest, run_id: int) -> JsonResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        return JsonResponse(run_progress(get_object_or_404(SyncRun, pk=run_id)))
+
+    @admin.display(description="articles written")
+    def progress(self, obj: SyncRun) -> str:
+        return str(run_progress(obj)["articles"])
+
+    @admin.display(description="documents")
+    def documents(self, obj: SyncRun) -> str:
+        return str(run_progress(obj)["documents"])
+
+    @admin.display(description="errors and warnings")
+    def problems(self, obj: SyncRun) -> str:
+        lines = run_progress(obj)["problems"]
+        return format_html_join("\n", "<div>{}</div>", ((line,) for line in lines)) or "none"
+
+
+@admin.register(Source)
+class SourceAdmin(admin.ModelAdmin):
+    list_display = ["location", "collection", "kind", "audience", "resync_minutes", "last_run"]
+    list_filter = ["collection", "kind"]
+    search_fields = ["location"]
+    actions = ["sync_now"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Source]:
+        return super().get_queryset(request).select_related("collection").annotate(last_run_at=Max("runs__created_at"))
+
+    @admin.display(description="last sync started", ordering="last_run_at")
+    def last_run(self, obj: Source) -> Any:
+        return getattr(obj, "last_run_at", None)
+
+    @admin.action(description="Sync now")
+    def sync_now(self, request: HttpRequest, queryset: QuerySet[Source]) -> None:
+        for source in queryset:
+            run = tasks.start_source_run(source, trigger=SyncTrigger.ADMIN, requested_by=request.user)
+            link = reverse("admin:knowledge_syncrun_change", args=[run.pk])
+            self.message_user(
+                request,
+                format_html(
+                    '<a href="{}">Sync run {}</a> of {}: {}.', link, run.pk, source.location, run.get_status_display()
+                ),
+            )
+
+
+class IngestionTokenForm(forms.ModelForm):
+    class Meta:
+        model = IngestionToken
+        fields = ["collection", "name"]
+
+
+@admin.register(IngestionToken)
+class IngestionTokenAdmin(admin.ModelAdmin):
+    list_display = ["name", "collection", "prefix", "created_by", "created_at", "last_used_at", "revoked_at"]
+    list_filter = ["collection"]
+    readonly_fields = ["prefix", "created_by", "created_at", "last_used_at", "revoked_at"]
+    form = IngestionTokenForm
+    actions = ["revoke"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: IngestionToken | None = None) -> list[str]:
+        # A key is for one collection: moving it would hand one collection's key to another.
+        return [*self.readonly_fields, "collection"] if obj is not None else self.readonly_fields
+
+    def save_model(self, request: HttpRequest, obj: IngestionToken, form: Any, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        key = issue_token(obj)
+        obj.created_by = request.user  # type: ignore[assignment]
+        super().save_model(request, obj, form, change)
+        self.message_user(
+            request,
+            f"The key of {obj.name}, shown this once (only its hash is kept): {key}",
+            messages.WARNING,
+        )
+
+    @admin.action(description="Revoke (the key stops working at once)")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[IngestionToken]) -> None:
+        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)

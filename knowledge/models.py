@@ -230,3 +230,129 @@ class GlossaryEntry(models.Model):
         self.phrase, self.meaning = self.phrase.strip(), self.meaning.strip()
         if not self.phrase or not self.meaning:
             raise ValidationError("Both the phrase and its meaning are needed.")
+
+
+class SourceKind(models.TextChoices):
+    WEB = "web", "Web page or sitemap"
+    ZENDESK = "zendesk", "Zendesk Help Center export"
+    MARKDOWN = "markdown", "Markdown folder or zip on the server"
+
+
+class Source(models.Model):
+    """Where a collection's articles live, kept so that it can be synced again, by hand or on a schedule."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="sources")
+    kind = models.CharField(max_length=20, choices=SourceKind.choices)
+    location = models.CharField(max_length=2000, help_text="The page or sitemap address, or the path on the server.")
+    audience = models.CharField(
+        max_length=10, choices=Audience.choices, default=Audience.PUBLIC, help_text="Web pages: who may read them."
+    )
+    segments = models.JSONField(
+        default=dict, blank=True, help_text='Zendesk: user segment id → audience, e.g. {"360001": "member"}.'
+    )
+    resync_minutes = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Sync again this many minutes after the last sync started; empty: never."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["collection", "location"], name="unique_source_location")]
+        ordering = ["collection", "location"]
+
+    def __str__(self) -> str:
+        return f"{self.collection.name}: {self.location}"
+
+
+class SyncTrigger(models.TextChoices):
+    COMMAND = "command", "Command line"
+    UPLOAD = "upload", "Upload in the admin"
+    ADMIN = "admin", "Sync from the admin"
+    API = "api", "Ingestion API"
+    SCHEDULE = "schedule", "Schedule"
+
+
+class SyncStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    READING = "reading", "Reading the source"
+    INDEXING = "indexing", "Indexing"
+    FINISHED = "finished", "Finished"
+    FAILED = "failed", "Failed"
+
+
+class SyncRun(models.Model):
+    """One sync of a collection with a source: what it found, wrote and could not read, updated as it goes.
+
+    Document counts (new, changed, unchanged, failed) are versions; `articles` and `articles_done` are the
+    per-article tasks, which say how far it is."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="sync_runs")
+    source = models.ForeignKey(Source, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
+    trigger = models.CharField(max_length=20, choices=SyncTrigger.choices)
+    description = models.CharField(max_length=2000, help_text="What was synced: a path, an address, an upload.")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    status = models.CharField(max_length=20, choices=SyncStatus.choices, default=SyncStatus.QUEUED)
+    # The articles of the whole source, when it lists them all: the others are retired at the end.
+    present_slugs = models.JSONField(null=True, blank=True)
+    boilerplate = models.JSONField(default=list, blank=True)
+    articles = models.PositiveIntegerField(default=0)
+    articles_done = models.PositiveIntegerField(default=0)
+    new = models.PositiveIntegerField(default=0)
+    changed = models.PositiveIntegerField(default=0)
+    unchanged = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    retired = models.PositiveIntegerField(default=0)
+    chunks = models.PositiveIntegerField(default=0)
+    embedding_calls = models.PositiveIntegerField(default=0)
+    errors = models.JSONField(default=list, blank=True, help_text="One {path, line, field, message} per failure.")
+    warnings = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["source", "-created_at"], name="sync_run_by_source")]
+
+    def __str__(self) -> str:
+        return f"sync {self.pk} of {self.collection.name} ({self.get_status_display()})"
+
+    @property
+    def ended(self) -> bool:
+        return self.status in (SyncStatus.FINISHED, SyncStatus.FAILED)
+
+
+class SyncArticle(models.Model):
+    """One article's versions to write in a sync run: the unit of work of one background task."""
+
+    run = models.ForeignKey(SyncRun, on_delete=models.CASCADE, related_name="work")
+    slug = models.CharField(max_length=200)
+    documents = models.JSONField(help_text="The article's source documents, oldest version first.")
+    done_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "slug"], name="unique_sync_article")]
+
+    def __str__(self) -> str:
+        return f"{self.slug} in sync {self.run_id}"
+
+
+class IngestionToken(models.Model):
+    """A key to the ingestion API for one collection. Only its SHA-256 is stored: the key is shown once."""
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="ingestion_tokens")
+    name = models.CharField(max_length=100, help_text="Who or what uses it, e.g. 'CMS publish hook'.")
+    key_sha256 = models.CharField(max_length=64, unique=True, editable=False)
+    prefix = models.CharField(
+        max_length=12, editable=False, help_text="The key's first characters, to tell keys apart."
+    )
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["collection", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"

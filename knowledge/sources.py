@@ -44,6 +44,14 @@ class SourceDocument:
     content_hash: str
 
 
+@dataclass(frozen=True)
+class SourceRead:
+    items: list[SourceDocument | IngestFileError]
+    # Whether the source lists every article it has (a folder, an export, a sitemap), so that the ones it no
+    # longer lists have gone; one file or page says nothing about the others.
+    lists_every_page: bool
+
+
 def _line_of(raw: bytes, offset: int) -> int:
     return raw.count(b"\n", 0, offset) + 1
 
@@ -106,25 +114,44 @@ def _text_field(path: str, fields: dict[str, str | None], lines: dict[str, int],
 def parse_markdown(path: str, raw: bytes, *, max_bytes: int) -> SourceDocument:
     text = _decode(path, raw, max_bytes)
     fields, lines, body, body_line = _front_matter(path, text)
+    return document_from_fields(
+        path, fields, body, content_hash=hashlib.sha256(raw).hexdigest(), lines=lines, body_line=body_line
+    )
+
+
+def document_from_fields(
+    path: str,
+    fields: dict[str, str | None],
+    body: str,
+    *,
+    content_hash: str,
+    lines: dict[str, int] | None = None,
+    body_line: int | None = None,
+) -> SourceDocument:
+    """A document from its metadata fields (front matter, or an API request's) and its Markdown body; every
+    problem is an IngestFileError naming the field (and its line, for a file)."""
+    lines = lines or {}
     unknown = sorted(set(fields) - set(REQUIRED_FIELDS) - set(OPTIONAL_FIELDS))
     if unknown:
         allowed = ", ".join(REQUIRED_FIELDS + OPTIONAL_FIELDS)
-        raise IngestFileError(path, f"unknown field (allowed: {allowed})", line=lines[unknown[0]], field=unknown[0])
+        raise IngestFileError(path, f"unknown field (allowed: {allowed})", line=lines.get(unknown[0]), field=unknown[0])
     for name in REQUIRED_FIELDS:
         if name not in fields:
-            raise IngestFileError(path, "required field is missing", line=1, field=name)
+            raise IngestFileError(
+                path, "required field is missing", line=1 if body_line is not None else None, field=name
+            )
 
     slug = _text_field(path, fields, lines, "id", 200)
     if not _SLUG.match(slug):
         raise IngestFileError(
-            path, f"{slug!r} is not a valid id (letters, digits, '.', '_' and '-')", line=lines["id"], field="id"
+            path, f"{slug!r} is not a valid id (letters, digits, '.', '_' and '-')", line=lines.get("id"), field="id"
         )
     audience = _text_field(path, fields, lines, "audience", 20)
     if audience not in AUDIENCES:
         raise IngestFileError(
             path,
             f"unknown audience {audience!r} (expected one of: {', '.join(AUDIENCES)})",
-            line=lines["audience"],
+            line=lines.get("audience"),
             field="audience",
         )
     raw_date = _text_field(path, fields, lines, "effective_date", 30)
@@ -132,19 +159,27 @@ def parse_markdown(path: str, raw: bytes, *, max_bytes: int) -> SourceDocument:
         effective = date.fromisoformat(raw_date)
     except ValueError:
         raise IngestFileError(
-            path, f"{raw_date!r} is not a date (use YYYY-MM-DD)", line=lines["effective_date"], field="effective_date"
+            path,
+            f"{raw_date!r} is not a date (use YYYY-MM-DD)",
+            line=lines.get("effective_date"),
+            field="effective_date",
         ) from None
     language = _text_field(path, fields, lines, "language", 16) if "language" in fields else "en"
     if not LANGUAGE_CODE.match(language):
         raise IngestFileError(
             path,
             f"{language!r} is not a language code such as 'en' or 'en-GB'",
-            line=lines["language"],
+            line=lines.get("language"),
             field="language",
         )
     supersedes = _text_field(path, fields, lines, "supersedes", 50) if fields.get("supersedes") is not None else None
     if not body.strip():
-        raise IngestFileError(path, "the article has no body after the front matter", line=body_line)
+        raise IngestFileError(
+            path,
+            "the article has no body after the front matter",
+            line=body_line,
+            field="body" if body_line is None else None,
+        )
     return SourceDocument(
         path=path,
         slug=slug,
@@ -156,7 +191,7 @@ def parse_markdown(path: str, raw: bytes, *, max_bytes: int) -> SourceDocument:
         audience=audience,
         supersedes=supersedes,
         body=body,
-        content_hash=hashlib.sha256(raw).hexdigest(),
+        content_hash=content_hash,
     )
 
 

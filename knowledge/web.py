@@ -23,7 +23,7 @@ from xml.etree import ElementTree
 import trafilatura
 
 from knowledge.errors import IngestFileError
-from knowledge.sources import AUDIENCES, SourceDocument
+from knowledge.sources import AUDIENCES, SourceDocument, SourceRead
 
 USER_AGENT = "supportbot-importer/1.0"
 _SITEMAP_NS = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
@@ -214,38 +214,30 @@ def _robots(start: str, host: str, limits: WebLimits) -> urllib.robotparser.Robo
     return robots
 
 
-@dataclass
-class WebRead:
-    items: list[SourceDocument | IngestFileError]
-    # A sitemap lists every page of the source, so the pages it no longer lists have gone; one page says nothing
-    # about the others.
-    lists_every_page: bool
-
-
 def read_web_source(
     url: str, *, audience: str = "public", limits: WebLimits = WebLimits(), today: date | None = None
-) -> WebRead:
+) -> SourceRead:
     """The documents of a web source: the page at ``url``, or every page of the sitemap at ``url``."""
     if audience not in AUDIENCES:
         raise ValueError(f"unknown audience {audience!r} (expected one of: {', '.join(AUDIENCES)})")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        return WebRead([IngestFileError(url, "not an http(s) address")], lists_every_page=False)
+        return SourceRead([IngestFileError(url, "not an http(s) address")], lists_every_page=False)
     host = parts.netloc.lower()
     robots = _robots(url, host, limits)
     day = today or date.today()
     if not robots.can_fetch(USER_AGENT, url):
-        return WebRead([IngestFileError(url, "robots.txt disallows it")], lists_every_page=False)
+        return SourceRead([IngestFileError(url, "robots.txt disallows it")], lists_every_page=False)
     try:
         first = fetch(url, host=host, limits=limits)
     except FetchError as exc:
-        return WebRead([IngestFileError(url, str(exc))], lists_every_page=False)
+        return SourceRead([IngestFileError(url, str(exc))], lists_every_page=False)
     if not _is_sitemap(first):
-        return WebRead([_page(first, robots, audience=audience, day=day)], lists_every_page=False)
+        return SourceRead([_page(first, robots, audience=audience, day=day)], lists_every_page=False)
     try:
         addresses = sitemap_urls(first, host=host, limits=limits)
     except FetchError as exc:
-        return WebRead([IngestFileError(url, str(exc))], lists_every_page=False)
+        return SourceRead([IngestFileError(url, str(exc))], lists_every_page=False)
     items: list[SourceDocument | IngestFileError] = []
     if len(addresses) > limits.max_pages:
         items.append(
@@ -262,7 +254,7 @@ def read_web_source(
                 items.append(_page(fetch(address, host=host, limits=limits), robots, audience=audience, day=day))
             except FetchError as exc:
                 items.append(IngestFileError(address, str(exc)))
-    return WebRead(items, lists_every_page=True)
+    return SourceRead(items, lists_every_page=True)
 
 
 def _page(

@@ -367,7 +367,8 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_TASK_ROUTES = {"conversations.tasks.*": {"queue": "turns"}}
+# Ingestion has a queue of its own, so a large sync never holds up a customer's turn.
+CELERY_TASK_ROUTES = {"conversations.tasks.*": {"queue": "turns"}, "knowledge.tasks.*": {"queue": "ingest"}}
 # A turn given back by a dead worker is offered again after this long (Redis has no acknowledgement
 # timeout of its own); the claim on the message (CHAT_STALE_TURN_S) keeps it from being answered twice.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CHAT_STALE_TURN_S + 60}
@@ -375,6 +376,19 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Handing a turn over gives up within about a second when Redis is gone (the server then says so and retries).
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Syncs from the admin, the ingestion API and the schedule: written by workers of the "ingest" queue, or
+# in the process that asked for them ("here": the admin's request waits for its upload to be indexed).
+INGEST_RUNNER = env_choice("INGEST_RUNNER", "celery" if REDIS_URL else "here", ("celery", "here"))
+if INGEST_RUNNER == "celery" and not REDIS_URL:
+    raise ImproperlyConfigured("INGEST_RUNNER=celery needs REDIS_URL (the workers' queue is in Redis).")
+# Host names the ingestion API may be asked to fetch although they resolve to a private or local address
+# (an intranet help centre); every other such address is refused.
+INGEST_API_PRIVATE_HOSTS = [h.strip().lower() for h in env_str("INGEST_API_PRIVATE_HOSTS", "").split(",") if h.strip()]
+# How often beat looks for sources due a re-sync (each source has its own interval, in minutes).
+SOURCE_RESYNC_CHECK_S = env_int("SOURCE_RESYNC_CHECK_S", 60, minimum=1)
+CELERY_BEAT_SCHEDULE = {
+    "sync-due-sources": {"task": "knowledge.tasks.sync_due_sources", "schedule": float(SOURCE_RESYNC_CHECK_S)}
+}
 LOGIN_URL = "staff-login"
 LOGIN_REDIRECT_URL = "staff-queue"
 

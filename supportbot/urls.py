@@ -11,6 +11,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", views.home, name="home"),
     path("help/", include("knowledge.urls")),
+    path("api/v1/", include("knowledge.api_urls")),
     path("staff/", include("conversations.urls")),
     path("staff/", include("insights.urls")),
 ]

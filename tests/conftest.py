@@ -36,6 +36,20 @@ def helpcentre(sample_dir, embedder, db) -> Collection:
 
 
 @pytest.fixture
+def small_helpcentre(tmp_path: Path, embedder) -> Collection:
+    """One short article: turns are quick, and a question about anything else is not covered."""
+    folder = tmp_path / "articles"
+    folder.mkdir()
+    (folder / "opening-hours.md").write_text(
+        "---\nid: opening-hours\ntitle: Opening hours\nversion: '1'\neffective_date: 2026-01-01\n"
+        "audience: public\n---\n\n# Opening hours\n\n## Phone support\n\n"
+        "Our phone line is open from 9am to 5pm, Monday to Friday. We are closed on public holidays.\n"
+    )
+    sync_folder(folder, embedder, collection=settings.CHAT_COLLECTION)
+    return Collection.objects.get(name=settings.CHAT_COLLECTION)
+
+
+@pytest.fixture
 def private_redis() -> Iterator[str]:
     """A Redis of this test's own on loopback, gone afterwards: nothing else (another test session sharing
     REDIS_URL, a worker it left behind) reads its lists or counts."""
@@ -65,6 +79,13 @@ def turns_in_threads(settings) -> None:
     """Turns run in this process's threads, where tests can fake a provider's HTTP; tests of the Celery
     workers (tests/conversations/test_turn_workers.py) set the runner themselves."""
     settings.CHAT_TURN_RUNNER = "threads"
+
+
+@pytest.fixture(autouse=True)
+def syncs_here(settings) -> None:
+    """Syncs from the admin and the API are written in the process that asked for them; tests of the ingestion
+    workers (tests/knowledge/test_sync_runs.py) start a worker of their own."""
+    settings.INGEST_RUNNER = "here"
 
 
 @pytest.fixture(scope="session", autouse=True)

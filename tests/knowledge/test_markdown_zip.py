@@ -10,14 +10,13 @@ import zipfile
 
 import pytest
 from django.contrib.auth.models import Permission, User
-from django.contrib.messages import get_messages
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.test import Client
-from django.urls import reverse
+from django.urls import resolve, reverse
 
 from knowledge.errors import IngestFileError
-from knowledge.models import Article, ArticleVersion
+from knowledge.models import Article, ArticleVersion, SyncRun
 from knowledge.sources import SourceDocument, read_markdown_zip
 
 UPLOAD = reverse("admin:knowledge_article_upload")
@@ -114,8 +113,11 @@ def upload(client: Client, files: dict[str, bytes] | bytes, **fields: object):
     return client.post(UPLOAD, data)
 
 
-def shown(response) -> list[str]:
-    return [str(m) for m in get_messages(response.wsgi_request)]
+def run_of(response) -> SyncRun:
+    """The sync run an upload redirected to (its admin page follows it)."""
+    assert response.status_code == 302, response.content.decode()[:500]
+    run_id = resolve(response["Location"]).kwargs["object_id"]
+    return SyncRun.objects.get(pk=run_id)
 
 
 @pytest.mark.django_db
@@ -123,15 +125,18 @@ def test_an_author_uploads_a_zip_in_the_admin(embedder):
     author = uploader()
     assert 'data-role="upload-markdown"' in author.get(reverse("admin:knowledge_article_changelist")).content.decode()
 
-    first = upload(author, {"delivery.md": article("delivery"), "returns.md": article("returns")})
-    assert first.status_code == 302
-    assert any("kb: documents: 2 new, 0 changed, 0 unchanged, 0 failed, 0 retired" in m for m in shown(first))
+    first = run_of(upload(author, {"delivery.md": article("delivery"), "returns.md": article("returns")}))
+    assert (first.status, first.trigger, first.new, first.failed, first.retired) == ("finished", "upload", 2, 0, 0)
+    page = author.get(reverse("admin:knowledge_syncrun_change", args=[first.pk])).content.decode()
+    assert "2 new, 0 changed, 0 unchanged, 0 failed, 0 retired" in page and "2 of 2" in page
 
     # Another zip with one article: by default it adds and updates, and retires nothing.
-    second = upload(author, {"payments.md": article("payments"), "broken.md": b"no front matter"})
-    messages = shown(second)
-    assert any("1 new" in m and "1 failed" in m and "0 retired" in m for m in messages)
-    assert any("kb.zip!broken.md" in m for m in messages)
+    second = run_of(upload(author, {"payments.md": article("payments"), "broken.md": b"no front matter"}))
+    assert (second.new, second.failed, second.retired) == (1, 1, 0)
+    assert [e["path"] for e in second.errors] == ["kb.zip!broken.md"]
+    assert (
+        "kb.zip!broken.md" in author.get(reverse("admin:knowledge_syncrun_change", args=[second.pk])).content.decode()
+    )
     assert sorted(Article.objects.filter(retired_at__isnull=True).values_list("slug", flat=True)) == [
         "delivery",
         "payments",
@@ -139,16 +144,16 @@ def test_an_author_uploads_a_zip_in_the_admin(embedder):
     ]
 
     # Said to be the whole collection: what it does not hold is retired.
-    whole = upload(author, {"returns.md": article("returns")}, whole_collection="on")
-    assert any("0 new, 0 changed, 1 unchanged, 0 failed, 2 retired" in m for m in shown(whole))
+    whole = run_of(upload(author, {"returns.md": article("returns")}, whole_collection="on"))
+    assert (whole.new, whole.changed, whole.unchanged, whole.retired, whole.embedding_calls) == (0, 0, 1, 2, 0)
     assert list(Article.objects.filter(retired_at__isnull=True).values_list("slug", flat=True)) == ["returns"]
 
 
 @pytest.mark.django_db
 def test_a_bad_upload_is_refused_with_the_reason_and_writes_nothing(embedder, settings):
     author = uploader()
-    not_zip = upload(author, b"just text")
-    assert any("kb.zip: not a zip archive" in m for m in shown(not_zip))
+    not_zip = run_of(upload(author, b"just text"))
+    assert not_zip.failed == 1 and "not a zip archive" in not_zip.errors[0]["message"]
     settings.INGEST_MAX_UPLOAD_BYTES = 10_000
     big = upload(author, {"a.md": article("a", base64.b64encode(os.urandom(15_000)).decode())})  # incompressible
     assert big.status_code == 200 and "over the limit of 10,000 bytes" in big.content.decode()

@@ -1,4 +1,5 @@
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -6,12 +7,14 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from knowledge import sync, tasks
 from knowledge.chunking import STRATEGIES, ChunkBounds
 from knowledge.embeddings import default_embedder, secondary_embedder
 from knowledge.errors import KnowledgeError
 from knowledge.ingest import ingest
-from knowledge.sources import AUDIENCES, ZIP_MAX_MEMBERS, read_beir_corpus, read_markdown_tree, read_markdown_zip
-from knowledge.zendesk import parse_segments, read_zendesk_export
+from knowledge.models import Source, SyncRun, SyncStatus, SyncTrigger
+from knowledge.sources import AUDIENCES, SourceRead, read_beir_corpus
+from knowledge.zendesk import parse_segments
 
 
 def _slug(value: str) -> str:
@@ -51,6 +54,13 @@ class Command(BaseCommand):
         parser.add_argument("--min-tokens", type=int, default=settings.CHUNK_MIN_TOKENS)
         parser.add_argument("--max-tokens", type=int, default=settings.CHUNK_MAX_TOKENS)
         parser.add_argument("--limit", type=int, default=None, help="Only the first N documents (benchmarks, trials)")
+        parser.add_argument(
+            "--background",
+            action="store_true",
+            help="Queue the sync for the ingestion workers (needs REDIS_URL and `make worker`), follow its progress "
+            "until it ends; the source is stored, so it can be synced again from the admin or on a schedule",
+        )
+        parser.add_argument("--no-wait", action="store_true", help="With --background: print the run's id and return")
 
     def handle(self, *args: Any, **options: Any) -> None:
         path = Path(options["path"])
@@ -74,41 +84,28 @@ class Command(BaseCommand):
 
         if options["segment"] and options["format"] != "zendesk":
             raise CommandError("--segment applies to --format zendesk only.")
-        is_zip = options["format"] == "markdown" and path.suffix.lower() == ".zip"
-        lists_every_page = path.is_dir() or is_zip or options["format"] == "zendesk"
-        if options["format"] == "beir":
-            items = list(read_beir_corpus(path))
-        elif options["format"] == "web":
-            # Here, not at the top: trafilatura and its date parsers take 0.25 s to import, which every
-            # Markdown sync (make run starts with one) would pay for nothing.
-            from knowledge.web import WebLimits, read_web_source
+        try:
+            segments = parse_segments(options["segment"])
+        except ValueError as exc:
+            raise CommandError(f"--segment: {exc}") from None
+        if options["background"]:
+            self._in_background(collection, options, segments)
+            return
 
-            limits = WebLimits(
-                max_bytes=settings.WEB_PAGE_MAX_BYTES,
-                timeout_s=settings.WEB_FETCH_TIMEOUT_S,
-                max_pages=settings.WEB_MAX_PAGES,
-            )
-            read = read_web_source(options["path"], audience=options["audience"] or "public", limits=limits)
-            items, lists_every_page = read.items, read.lists_every_page
-        elif is_zip:
-            limit_bytes = settings.INGEST_MAX_FILE_BYTES * ZIP_MAX_MEMBERS
-            if path.stat().st_size > limit_bytes:
-                raise CommandError(f"{path} is over the limit of {limit_bytes:,} bytes for an archive.")
-            items = read_markdown_zip(str(path), path.read_bytes(), max_bytes=settings.INGEST_MAX_FILE_BYTES)
-        elif options["format"] == "zendesk":
-            try:
-                segments = parse_segments(options["segment"])
-            except ValueError as exc:
-                raise CommandError(f"--segment: {exc}") from None
-            if path.is_dir() and not any(path.glob("*.json")):
-                raise CommandError(f"{path} holds no .json export pages.")
-            items = list(read_zendesk_export(path, segments=segments, max_bytes=settings.INGEST_MAX_FILE_BYTES))
+        if options["format"] == "beir":
+            read = SourceRead(list(read_beir_corpus(path)), lists_every_page=False)
         else:
-            if path.is_dir() and not any(path.rglob("*.md")):
-                raise CommandError(f"{path} holds no .md files.")
-            items = list(read_markdown_tree(path, max_bytes=settings.INGEST_MAX_FILE_BYTES))
-        if limit is not None:
-            items = items[:limit]
+            source = Source(
+                kind=options["format"],
+                location=options["path"] if options["format"] == "web" else str(path.resolve()),
+                audience=options["audience"] or "public",
+                segments=segments,
+            )
+            try:
+                read = sync.read_source(source)
+            except KnowledgeError as exc:
+                raise CommandError(str(exc)) from None
+        items = read.items if limit is None else read.items[:limit]
 
         bar = tqdm(total=0, unit="doc", disable=not sys.stderr.isatty(), desc="embedding")
 
@@ -127,7 +124,7 @@ class Command(BaseCommand):
                 bounds=bounds,
                 # Only a whole folder, export or sitemap says which articles exist; a single file or page, or
                 # a --limit run, says nothing about the others.
-                retire_missing=limit is None and options["format"] != "beir" and lists_every_page,
+                retire_missing=limit is None and read.lists_every_page,
                 progress=progress,
             )
         except KnowledgeError as exc:
@@ -141,3 +138,48 @@ class Command(BaseCommand):
         self.stdout.write(f"{collection}: {report.summary()}")
         if report.failed:
             raise CommandError(f"{report.failed} document(s) failed; the others were ingested.")
+
+    def _in_background(self, collection: str, options: dict[str, Any], segments: dict[int, str]) -> None:
+        if options["format"] == "beir" or options["limit"] is not None:
+            raise CommandError("--background syncs a whole source: not a BEIR corpus, not with --limit.")
+        chosen = (options["strategy"], options["min_tokens"], options["max_tokens"])
+        if chosen != (settings.CHUNK_STRATEGY, settings.CHUNK_MIN_TOKENS, settings.CHUNK_MAX_TOKENS):
+            raise CommandError(
+                "--background chunks as the workers' settings say: leave out --strategy and the token bounds."
+            )
+        if not settings.REDIS_URL:
+            raise CommandError("--background needs REDIS_URL: the workers' queue is in Redis.")
+        location = options["path"] if options["format"] == "web" else str(Path(options["path"]).resolve())
+        source, _ = Source.objects.update_or_create(
+            collection=sync.collection_named(collection),
+            location=location,
+            defaults={"kind": options["format"], "audience": options["audience"] or "public", "segments": segments},
+        )
+        run = tasks.start_source_run(source, trigger=SyncTrigger.COMMAND, in_background=True)
+        self.stdout.write(f"sync run {run.pk} queued for {location}")
+        if options["no_wait"]:
+            return
+        shown = ""
+        while not run.ended:
+            time.sleep(0.5)
+            run.refresh_from_db()
+            line = f"{run.get_status_display()}: {run.articles_done}/{run.articles} articles"
+            if line != shown:
+                self.stdout.write(line)
+                shown = line
+        self._report_run(run)
+
+    def _report_run(self, run: SyncRun) -> None:
+        for error in run.errors:
+            self.stderr.write(self.style.ERROR(f"error: {sync.error_text(error)}"))
+        for warning in run.warnings:
+            self.stderr.write(self.style.WARNING(f"warning: {warning}"))
+        self.stdout.write(
+            f"{run.collection.name}: documents: {run.new} new, {run.changed} changed, {run.unchanged} unchanged, "
+            f"{run.failed} failed, {run.retired} retired · chunks written: {run.chunks} · "
+            f"embedding calls: {run.embedding_calls}"
+        )
+        if run.status == SyncStatus.FAILED:
+            raise CommandError(f"sync run {run.pk} failed: nothing was written.")
+        if run.failed:
+            raise CommandError(f"{run.failed} document(s) failed; the others were ingested.")

@@ -1,0 +1,222 @@
+"""Syncs as background work. A run reads its source, splits what changed by article, and each article's
+versions are written by one task (one at a time per article, whatever the run); the task that writes a
+run's last article has the run finished: articles gone from the source retired, BM25's statistics
+refreshed. Every step is safe to repeat, so a task retried after a crash writes nothing twice.
+
+The same steps run in the calling process when no worker is configured (`INGEST_RUNNER=here`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from knowledge.embeddings import Embedder, default_embedder, secondary_embedder
+from knowledge.errors import IngestFileError, KnowledgeError
+from knowledge.ingest import (
+    RETIREMENT_SKIPPED,
+    IngestReport,
+    changed_documents,
+    configured_chunking,
+    finish_sync,
+    get_or_create_collection,
+    lock_articles,
+    plan_sync,
+    prepare_documents,
+    write_documents,
+)
+from knowledge.models import Collection, Source, SourceKind, SyncArticle, SyncRun, SyncStatus
+from knowledge.sources import ZIP_MAX_MEMBERS, SourceDocument, SourceRead, read_markdown_tree, read_markdown_zip
+
+
+def read_source(source: Source) -> SourceRead:
+    """The documents of a stored source. A source that cannot be read at all raises KnowledgeError; a
+    document that cannot be is an IngestFileError among the items."""
+    if source.kind == SourceKind.WEB:
+        # Here, not at the top: trafilatura and its date parsers take 0.25 s to import, which every
+        # Markdown sync (make run starts with one) would pay for nothing.
+        from knowledge.web import WebLimits, read_web_source
+
+        limits = WebLimits(
+            max_bytes=settings.WEB_PAGE_MAX_BYTES,
+            timeout_s=settings.WEB_FETCH_TIMEOUT_S,
+            max_pages=settings.WEB_MAX_PAGES,
+        )
+        return read_web_source(source.location, audience=source.audience, limits=limits)
+    path = Path(source.location)
+    if not path.exists():
+        raise KnowledgeError(f"{path} does not exist.")
+    if source.kind == SourceKind.ZENDESK:
+        from knowledge.zendesk import read_zendesk_export
+
+        if path.is_dir() and not any(path.glob("*.json")):
+            raise KnowledgeError(f"{path} holds no .json export pages.")
+        segments = {int(segment): audience for segment, audience in source.segments.items()}
+        exported = read_zendesk_export(path, segments=segments, max_bytes=settings.INGEST_MAX_FILE_BYTES)
+        return SourceRead(list(exported), lists_every_page=True)
+    if path.suffix.lower() == ".zip":
+        limit_bytes = settings.INGEST_MAX_FILE_BYTES * ZIP_MAX_MEMBERS
+        if path.stat().st_size > limit_bytes:
+            raise KnowledgeError(f"{path} is over the limit of {limit_bytes:,} bytes for an archive.")
+        return SourceRead(
+            read_markdown_zip(str(path), path.read_bytes(), max_bytes=settings.INGEST_MAX_FILE_BYTES),
+            lists_every_page=True,
+        )
+    if path.is_dir() and not any(path.rglob("*.md")):
+        raise KnowledgeError(f"{path} holds no .md files.")
+    items = list(read_markdown_tree(path, max_bytes=settings.INGEST_MAX_FILE_BYTES))
+    return SourceRead(items, lists_every_page=path.is_dir())
+
+
+def document_json(doc: SourceDocument) -> dict[str, Any]:
+    return {**asdict(doc), "effective_date": doc.effective_date.isoformat()}
+
+
+def document_from_json(data: dict[str, Any]) -> SourceDocument:
+    return SourceDocument(**{**data, "effective_date": date.fromisoformat(data["effective_date"])})
+
+
+def error_json(error: IngestFileError) -> dict[str, Any]:
+    return {"path": error.path, "line": error.line, "field": error.field, "message": error.message}
+
+
+def error_text(error: dict[str, Any]) -> str:
+    """A stored error as the command line and the admin show it."""
+    location = f"{error['path']}:{error['line']}" if error.get("line") is not None else error["path"]
+    return f"{location}: {error['field'] + ': ' if error.get('field') else ''}{error['message']}"
+
+
+def collection_named(name: str) -> Collection:
+    return get_or_create_collection(name, default_embedder(), secondary=secondary_embedder())
+
+
+def new_run(collection: Collection, *, trigger: str, description: str, **fields: Any) -> SyncRun:
+    return SyncRun.objects.create(collection=collection, trigger=trigger, description=description[:2000], **fields)
+
+
+def plan_run(run: SyncRun, read: SourceRead, *, retire_missing: bool) -> None:
+    """Split what changed in the source into one unit of work per article; errors and unchanged counts go
+    on the run now."""
+    strategy, bounds = configured_chunking()
+    report = IngestReport()
+    plan = plan_sync(run.collection, read.items, strategy=strategy, bounds=bounds, report=report)
+    by_slug: dict[str, list[dict[str, Any]]] = {}
+    for doc in plan.todo:
+        by_slug.setdefault(doc.slug, []).append(document_json(doc))
+    with transaction.atomic():
+        SyncArticle.objects.bulk_create(
+            SyncArticle(run=run, slug=slug, documents=documents) for slug, documents in by_slug.items()
+        )
+        retire = retire_missing and read.lists_every_page
+        run.present_slugs = sorted(plan.slugs) if retire and plan.all_slugs_known else None
+        run.warnings = [RETIREMENT_SKIPPED] if retire and not plan.all_slugs_known else []
+        run.boilerplate = sorted(plan.boilerplate)
+        run.errors = [error_json(e) for e in report.errors]
+        run.failed = len(report.errors)
+        run.unchanged = report.unchanged
+        run.articles = len(by_slug)
+        run.status = SyncStatus.INDEXING
+        run.started_at = run.started_at or timezone.now()
+        run.save()
+
+
+def fail_run(run: SyncRun, message: str) -> None:
+    """The source could not be read at all: nothing was written."""
+    SyncRun.objects.filter(pk=run.pk).update(
+        status=SyncStatus.FAILED,
+        errors=[{"path": run.description, "line": None, "field": None, "message": message}],
+        failed=1,
+        finished_at=timezone.now(),
+    )
+
+
+def _articles_left(run_id: int) -> bool:
+    run = SyncRun.objects.only("articles", "articles_done").get(pk=run_id)
+    return run.articles_done < run.articles
+
+
+def sync_article(work_id: int, *, embedder: Embedder, secondary: Embedder | None) -> bool:
+    """Write one article's changed versions, in one transaction that also marks the work done, so a retry
+    after a crash finds it either undone or done. Returns whether the run still has articles left."""
+    with transaction.atomic():
+        work = SyncArticle.objects.select_for_update().select_related("run__collection").get(pk=work_id)
+        run = work.run
+        if work.done_at is None:
+            strategy, bounds = configured_chunking()
+            label = bounds.describe(strategy)
+            docs = [document_from_json(d) for d in work.documents]
+            calls_before = embedder.calls
+            # Checked again here, under the article's lock: another run may have written it meanwhile.
+            lock_articles(run.collection.pk, [work.slug])
+            todo = changed_documents(run.collection, docs, label)
+            prepared = prepare_documents(
+                todo,
+                strategy=strategy,
+                bounds=bounds,
+                embedder=embedder,
+                secondary=secondary,
+                boilerplate=frozenset(run.boilerplate),
+            )
+            results = write_documents(run.collection, prepared, label) if prepared else []
+            work.done_at = timezone.now()
+            work.save(update_fields=["done_at"])
+            SyncRun.objects.filter(pk=run.pk).update(
+                articles_done=F("articles_done") + 1,
+                new=F("new") + sum(created for created, _ in results),
+                changed=F("changed") + sum(not created for created, _ in results),
+                unchanged=F("unchanged") + len(docs) - len(todo),
+                chunks=F("chunks") + sum(written for _, written in results),
+                embedding_calls=F("embedding_calls") + embedder.calls - calls_before,
+            )
+    return _articles_left(run.pk)
+
+
+def fail_article(work_id: int, message: str) -> bool:
+    """Give up on one article (its retries are spent): the run records why and goes on. Returns whether
+    the run still has articles left."""
+    with transaction.atomic():
+        work = SyncArticle.objects.select_for_update().get(pk=work_id)
+        run = SyncRun.objects.select_for_update().get(pk=work.run_id)
+        if work.done_at is None:
+            work.done_at, work.error = timezone.now(), message
+            work.save(update_fields=["done_at", "error"])
+            errors = [{"path": d["path"], "line": None, "field": None, "message": message} for d in work.documents]
+            run.errors = [*run.errors, *errors]
+            run.failed += len(errors)
+            run.articles_done += 1
+            run.save(update_fields=["errors", "failed", "articles_done"])
+    return _articles_left(work.run_id)
+
+
+def finish_run(run_id: int, *, secondary: Embedder | None) -> None:
+    """Retire what left the source, refresh the statistics, and mark the run finished; once."""
+    with transaction.atomic():
+        run = SyncRun.objects.select_for_update().select_related("collection").get(pk=run_id)
+        if run.ended or run.articles_done < run.articles:
+            return
+        present = set(run.present_slugs) if run.present_slugs is not None else None
+        run.retired = finish_sync(run.collection, present_slugs=present, wrote_chunks=run.chunks, secondary=secondary)
+        run.status, run.finished_at = SyncStatus.FINISHED, timezone.now()
+        run.save(update_fields=["retired", "status", "finished_at"])
+
+
+def run_here(run: SyncRun, *, progress: Callable[[SyncRun], None] | None = None) -> None:
+    """Do a planned run's work in this process, as a worker would."""
+    embedder, secondary = default_embedder(), secondary_embedder()
+    for work_id in SyncArticle.objects.filter(run=run, done_at__isnull=True).values_list("pk", flat=True):
+        try:
+            sync_article(work_id, embedder=embedder, secondary=secondary)
+        except KnowledgeError as exc:
+            fail_article(work_id, str(exc))
+        if progress is not None:
+            run.refresh_from_db()
+            progress(run)
+    finish_run(run.pk, secondary=secondary)
+    run.refresh_from_db()

@@ -1,0 +1,120 @@
+"""The Celery tasks of ingestion (queue "ingest"), and starting a sync: queued for the workers, or done
+in the calling process when INGEST_RUNNER is "here"."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from celery import shared_task
+from django.conf import settings
+from django.db.models import Max
+from django.utils import timezone
+
+from knowledge import sync
+from knowledge.embeddings import default_embedder, secondary_embedder
+from knowledge.errors import KnowledgeError
+from knowledge.models import Source, SyncArticle, SyncRun, SyncStatus, SyncTrigger
+from knowledge.sources import SourceRead
+
+ARTICLE_RETRIES = 3
+
+
+@shared_task(name="knowledge.tasks.read_source")
+def read_source(run_id: int) -> None:
+    run = SyncRun.objects.select_related("collection", "source").get(pk=run_id)
+    if run.status != SyncStatus.QUEUED:
+        return  # Redelivered after its work was planned.
+    _read_and_plan(run)
+    _queue_work(run)
+
+
+@shared_task(name="knowledge.tasks.ingest_article", bind=True, max_retries=ARTICLE_RETRIES)
+def ingest_article(self: Any, work_id: int, run_id: int) -> None:
+    try:
+        left = sync.sync_article(work_id, embedder=default_embedder(), secondary=secondary_embedder())
+    except Exception as exc:
+        if self.request.retries < self.max_retries:
+            raise self.retry(exc=exc, countdown=2**self.request.retries) from exc
+        left = sync.fail_article(work_id, f"gave up after {ARTICLE_RETRIES + 1} tries: {exc}")
+    if not left:
+        finish_run.delay(run_id)
+
+
+@shared_task(name="knowledge.tasks.finish_run", autoretry_for=(Exception,), max_retries=ARTICLE_RETRIES)
+def finish_run(run_id: int) -> None:
+    sync.finish_run(run_id, secondary=secondary_embedder())
+
+
+@shared_task(name="knowledge.tasks.sync_due_sources")
+def sync_due_sources() -> list[int]:
+    """Start a run for every source whose re-sync interval has passed since its last run began (beat)."""
+    started = []
+    now = timezone.now()
+    sources = Source.objects.filter(resync_minutes__isnull=False).annotate(last_run=Max("runs__created_at"))
+    for source in sources.select_related("collection"):
+        assert source.resync_minutes is not None
+        if source.last_run is None or source.last_run <= now - timedelta(minutes=source.resync_minutes):
+            started.append(start_source_run(source, trigger=SyncTrigger.SCHEDULE).pk)
+    return started
+
+
+def _read_and_plan(run: SyncRun) -> bool:
+    assert run.source is not None
+    SyncRun.objects.filter(pk=run.pk).update(status=SyncStatus.READING, started_at=timezone.now())
+    try:
+        read = sync.read_source(run.source)
+    except KnowledgeError as exc:
+        sync.fail_run(run, str(exc))
+        return False
+    sync.plan_run(run, read, retire_missing=True)
+    return True
+
+
+def _queue_work(run: SyncRun) -> None:
+    work = list(SyncArticle.objects.filter(run=run, done_at__isnull=True).values_list("pk", flat=True))
+    for work_id in work:
+        ingest_article.delay(work_id, run.pk)
+    if not work:
+        finish_run.delay(run.pk)
+
+
+def _in_background() -> bool:
+    return bool(settings.INGEST_RUNNER == "celery")
+
+
+def start_source_run(
+    source: Source, *, trigger: str, requested_by: Any = None, in_background: bool | None = None
+) -> SyncRun:
+    """Sync a stored source: read by a worker (fetching a site takes a while), or here."""
+    run = sync.new_run(
+        source.collection, trigger=trigger, description=source.location, source=source, requested_by=requested_by
+    )
+    if _in_background() if in_background is None else in_background:
+        read_source.delay(run.pk)
+    elif _read_and_plan(run):
+        sync.run_here(run)
+    run.refresh_from_db()
+    return run
+
+
+def start_documents_run(
+    collection_name: str,
+    read: SourceRead,
+    *,
+    trigger: str,
+    description: str,
+    retire_missing: bool,
+    requested_by: Any = None,
+) -> SyncRun:
+    """Sync documents read by the caller (an upload, an API request): planned here, written by workers."""
+    run = sync.new_run(
+        sync.collection_named(collection_name), trigger=trigger, description=description, requested_by=requested_by
+    )
+    sync.plan_run(run, read, retire_missing=retire_missing)
+    if _in_background():
+        _queue_work(run)
+    else:
+        sync.run_here(run)
+    run.refresh_from_db()
+    return run

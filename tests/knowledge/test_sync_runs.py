@@ -1,0 +1,228 @@
+"""Syncs as sync runs: a source's changes split into one unit of work per article, each written once even
+when retried, one writer at a time per article, the run finished by retiring what left the source; and the
+same through a real Celery worker with beat re-syncing a stored source on its schedule."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import psycopg
+import pytest
+from django.conf import settings as django_settings
+from django.core.management import CommandError, call_command
+from django.db import connection
+from django.utils import timezone
+
+from knowledge import sync, tasks
+from knowledge.models import Article, Source, SourceKind, SyncArticle, SyncRun, SyncStatus, SyncTrigger
+from knowledge.sources import SourceRead, read_markdown_tree
+from tests.conversations.test_turn_workers import use_broker
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def three_articles(tmp_path: Path) -> Path:
+    folder = tmp_path / "three"
+    folder.mkdir()
+    for name in ("gift-cards.md", "order-tracking.md", "contact-and-hours.md"):
+        shutil.copy(Path(django_settings.SAMPLE_HELP_CENTRE) / name, folder / name)
+    return folder
+
+
+def source_of(folder: Path, collection: str = "synced") -> Source:
+    return Source.objects.create(
+        collection=sync.collection_named(collection), kind=SourceKind.MARKDOWN, location=str(folder)
+    )
+
+
+@pytest.mark.django_db
+def test_a_source_synced_run_by_run_skips_what_is_unchanged_and_retires_what_left(tmp_path, embedder, settings):
+    settings.INGEST_RUNNER = "here"
+    folder = three_articles(tmp_path)
+    source = source_of(folder)
+
+    first = tasks.start_source_run(source, trigger=SyncTrigger.ADMIN)
+    assert (first.status, first.articles, first.articles_done, first.new, first.failed) == ("finished", 3, 3, 3, 0)
+    assert first.chunks > 0 and first.embedding_calls > 0 and first.finished_at is not None
+
+    again = tasks.start_source_run(source, trigger=SyncTrigger.SCHEDULE)
+    assert (again.articles, again.unchanged, again.embedding_calls, again.chunks) == (0, 3, 0, 0)
+
+    (folder / "gift-cards.md").write_text((folder / "gift-cards.md").read_text() + "\nGift cards never expire.\n")
+    (folder / "order-tracking.md").unlink()
+    (folder / "broken.md").write_text("no front matter")
+    edited = tasks.start_source_run(source, trigger=SyncTrigger.ADMIN)
+    assert (edited.changed, edited.unchanged, edited.failed, edited.retired) == (1, 1, 1, 0)
+    # An unreadable file's id is unknown, so nothing is retired until it is fixed.
+    assert edited.warnings and "not retired" in edited.warnings[0]
+    assert edited.errors[0]["path"].endswith("broken.md") and "front matter" in edited.errors[0]["message"]
+
+    (folder / "broken.md").unlink()
+    fixed = tasks.start_source_run(source, trigger=SyncTrigger.ADMIN)
+    assert (fixed.retired, fixed.failed, fixed.embedding_calls) == (1, 0, 0)
+    assert Article.objects.get(slug="order-tracking").retired_at is not None
+
+
+@pytest.mark.django_db
+def test_a_source_that_cannot_be_read_fails_its_run_and_writes_nothing(tmp_path, embedder, settings):
+    settings.INGEST_RUNNER = "here"
+    run = tasks.start_source_run(source_of(tmp_path / "gone"), trigger=SyncTrigger.ADMIN)
+    assert run.status == SyncStatus.FAILED and "does not exist" in run.errors[0]["message"]
+    assert not Article.objects.exists()
+
+
+def planned(folder: Path) -> SyncRun:
+    run = sync.new_run(sync.collection_named("synced"), trigger=SyncTrigger.API, description=str(folder))
+    sync.plan_run(run, SourceRead(list(read_markdown_tree(folder, max_bytes=100_000)), True), retire_missing=True)
+    return run
+
+
+@pytest.mark.django_db
+def test_an_article_s_work_done_twice_is_written_once(tmp_path, embedder):
+    run = planned(three_articles(tmp_path))
+    work = SyncArticle.objects.filter(run=run).order_by("slug")
+    first = work[0].pk
+    assert sync.sync_article(first, embedder=embedder, secondary=None) is True  # two articles left
+    calls = embedder.calls
+    # A redelivered task (the worker died after committing): nothing is embedded or counted again.
+    assert sync.sync_article(first, embedder=embedder, secondary=None) is True
+    assert embedder.calls == calls
+    run.refresh_from_db()
+    assert (run.articles_done, run.new) == (1, 1)
+
+
+@pytest.mark.django_db
+def test_an_article_that_keeps_failing_is_named_and_the_run_still_finishes(tmp_path, embedder):
+    run = planned(three_articles(tmp_path))
+    failing, *rest = SyncArticle.objects.filter(run=run).order_by("slug")
+    for work in rest:
+        sync.sync_article(work.pk, embedder=embedder, secondary=None)
+    assert sync.fail_article(failing.pk, "gave up after 4 tries: database is down") is False
+    sync.finish_run(run.pk, secondary=None)
+    run.refresh_from_db()
+    assert (run.status, run.failed, run.new, run.retired) == ("finished", 1, 2, 0)
+    assert run.errors == [
+        {
+            "path": failing.documents[0]["path"],
+            "line": None,
+            "field": None,
+            "message": "gave up after 4 tries: database is down",
+        }
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_writers_of_one_article_take_turns(tmp_path, embedder):
+    run = planned(three_articles(tmp_path))
+    work = SyncArticle.objects.filter(run=run).order_by("slug").first()
+    assert work is not None
+    db = connection.settings_dict
+    other = psycopg.connect(host=db["HOST"], port=db["PORT"], user=db["USER"], dbname=db["NAME"], autocommit=True)
+    # Another writer (a second run, a command) holds the article.
+    other.execute("SELECT pg_advisory_lock(%s::int, hashtext(%s))", [run.collection_id, work.slug])
+
+    def write() -> None:
+        sync.sync_article(work.pk, embedder=embedder, secondary=None)
+        connection.close()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    writer.join(timeout=3)
+    assert writer.is_alive(), "wrote while another writer held the article"
+    assert SyncArticle.objects.get(pk=work.pk).done_at is None
+    other.execute("SELECT pg_advisory_unlock(%s::int, hashtext(%s))", [run.collection_id, work.slug])
+    writer.join(timeout=120)
+    other.close()
+    assert not writer.is_alive() and SyncArticle.objects.get(pk=work.pk).done_at is not None
+
+
+@pytest.mark.django_db
+def test_background_is_refused_when_it_cannot_work(tmp_path, sample_dir, settings):
+    settings.REDIS_URL = ""
+    with pytest.raises(CommandError, match="needs REDIS_URL"):
+        call_command("ingest", str(sample_dir), "--collection", "x", "--background")
+    with pytest.raises(CommandError, match="not a BEIR corpus"):
+        call_command("ingest", str(sample_dir), "--collection", "x", "--background", "--format", "beir")
+    with pytest.raises(CommandError, match="leave out --strategy"):
+        call_command("ingest", str(sample_dir), "--collection", "x", "--background", "--max-tokens", "120")
+
+
+# --- A real worker, with beat --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def ingest_worker(settings, private_redis, tmp_path):
+    """A Celery worker of the "ingest" queue with beat inside it (-B), in its own process, on this test's
+    database and Redis; beat looks for due sources every second."""
+    db = connection.settings_dict
+    settings.REDIS_URL = private_redis
+    broker = tasks.read_source.app.conf.broker_url
+    use_broker(private_redis)
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        "REDIS_URL": private_redis,
+        "INGEST_RUNNER": "celery",
+        "SOURCE_RESYNC_CHECK_S": "1",
+        "CHAT_WARM_MODELS": "0",
+        "HF_HUB_OFFLINE": "1",
+    }
+    log = (tmp_path / "worker.log").open("ab")
+    worker = subprocess.Popen(
+        [str(BIN / "celery"), "-A", "supportbot", "worker", "-Q", "ingest", "-P", "solo", "-B",
+         "-s", str(tmp_path / "beat-schedule"), "--without-mingle", "--without-gossip", "-l", "warning"],
+        cwd=ROOT, env=env, stdout=log, stderr=log,
+    )  # fmt: skip
+    try:
+        yield tmp_path / "worker.log"
+    finally:
+        worker.kill()
+        worker.wait(timeout=30)
+        use_broker(broker)
+
+
+def wait_for_run(within_s: float, **lookup: object) -> SyncRun:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        run = SyncRun.objects.filter(**lookup).first()
+        if run is not None and run.ended:
+            return run
+        time.sleep(0.5)
+    raise AssertionError(f"no ended sync run {lookup} within {within_s:g} s")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_syncs_in_the_background_and_beat_re_syncs_on_schedule(tmp_path, embedder, ingest_worker, capsys):
+    folder = three_articles(tmp_path)
+    try:
+        call_command("ingest", str(folder), "--collection", "synced", "--background")
+    finally:
+        print(ingest_worker.read_text(errors="replace")[-3000:], file=sys.stderr)
+    out = capsys.readouterr().out
+    assert "3 new, 0 changed, 0 unchanged, 0 failed, 0 retired" in out and "Indexing: " in out
+    run = SyncRun.objects.get(trigger=SyncTrigger.COMMAND)
+    assert (run.status, run.articles_done, run.source.location) == ("finished", 3, str(folder.resolve()))
+
+    # Due once its interval has passed since the last run began: beat's next look starts one.
+    source = Source.objects.get()
+    source.resync_minutes = 5
+    source.save()
+    SyncRun.objects.update(created_at=timezone.now() - timedelta(minutes=6))
+    scheduled = wait_for_run(120, trigger=SyncTrigger.SCHEDULE)
+    assert (scheduled.status, scheduled.unchanged, scheduled.embedding_calls, scheduled.retired) == (
+        "finished",
+        3,
+        0,
+        0,
+    )
+    # Not again until another interval has passed.
+    time.sleep(3)
+    assert SyncRun.objects.filter(trigger=SyncTrigger.SCHEDULE).count() == 1

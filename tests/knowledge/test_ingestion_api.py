@@ -37,9 +37,9 @@ def token_for(collection: str = "helpcentre") -> str:
 
 
 def post(path: str, body: object, key: str | None, content_type: str = "application/json") -> Any:
-    headers = {"HTTP_AUTHORIZATION": f"Bearer {key}"} if key else {}
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
     data = body if isinstance(body, (str, bytes)) else json.dumps(body)
-    return Client().post(path, data, content_type=content_type, **headers)
+    return Client().post(path, data, content_type=content_type, headers=headers)
 
 
 def test_an_article_posted_with_the_collection_s_token_is_indexed_and_its_run_read_back(embedder):

@@ -14,7 +14,6 @@ from django.utils.html import format_html, format_html_join
 
 from knowledge import publishing, tasks
 from knowledge.api import issue_token
-from knowledge.embeddings import default_embedder, secondary_embedder
 from knowledge.errors import KnowledgeError
 from knowledge.models import (
     Article,
@@ -208,10 +207,16 @@ class ArticleVersionAdmin(admin.ModelAdmin):
 
     @admin.action(description="Publish (indexes it and supersedes the current version)")
     def publish(self, request: HttpRequest, queryset: QuerySet[ArticleVersion]) -> None:
-        embedder, secondary = default_embedder(), secondary_embedder()
-        self._each(
-            request, queryset, lambda v: publishing.publish(v, embedder=embedder, secondary=secondary), "published"
-        )
+        for version in queryset.select_related("article__collection"):
+            run = tasks.start_publish(version, requested_by=request.user)
+            link = reverse("admin:knowledge_syncrun_change", args=[run.pk])
+            if run.errors:
+                self.message_user(request, run.errors[0]["message"], messages.ERROR)
+            elif run.ended:
+                self.message_user(request, f"{version}: published.", messages.SUCCESS)
+            else:
+                note = format_html('{}: <a href="{}">publishing (sync run {})</a>.', version, link, run.pk)
+                self.message_user(request, note, messages.INFO)
 
     def _each(self, request: HttpRequest, queryset: QuerySet[ArticleVersion], step: Any, done: str) -> None:
         for version in queryset:

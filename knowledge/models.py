@@ -267,6 +267,7 @@ class SyncTrigger(models.TextChoices):
     COMMAND = "command", "Command line"
     UPLOAD = "upload", "Upload in the admin"
     ADMIN = "admin", "Sync from the admin"
+    PUBLISH = "publish", "Publish in the admin"
     API = "api", "Ingestion API"
     SCHEDULE = "schedule", "Schedule"
 

@@ -15,6 +15,7 @@ from knowledge.embeddings import Embedder, require_same_space
 from knowledge.errors import WorkflowError
 from knowledge.ingest import (
     configured_chunking,
+    lock_articles,
     make_published,
     prepare_documents,
     refresh_term_statistics,
@@ -90,6 +91,7 @@ def publish(version: ArticleVersion, *, embedder: Embedder, secondary: Embedder 
         require_same_space(collection, secondary, secondary=True)
     (prepared,) = prepare_documents([source], strategy=strategy, bounds=bounds, embedder=embedder, secondary=secondary)
     with transaction.atomic():
+        lock_articles(collection.pk, [version.article.slug])
         version = ArticleVersion.objects.select_for_update().get(pk=version.pk)
         if version.status != VersionStatus.IN_REVIEW:
             raise WorkflowError(f"{version} changed state while it was being indexed; try again.")

@@ -19,7 +19,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from knowledge.embeddings import Embedder, default_embedder, secondary_embedder
-from knowledge.errors import IngestFileError, KnowledgeError
+from knowledge.errors import IngestFileError, KnowledgeError, WorkflowError
 from knowledge.ingest import (
     RETIREMENT_SKIPPED,
     IngestReport,
@@ -32,7 +32,7 @@ from knowledge.ingest import (
     prepare_documents,
     write_documents,
 )
-from knowledge.models import Collection, Source, SourceKind, SyncArticle, SyncRun, SyncStatus
+from knowledge.models import ArticleVersion, Collection, Source, SourceKind, SyncArticle, SyncRun, SyncStatus
 from knowledge.sources import ZIP_MAX_MEMBERS, SourceDocument, SourceRead, read_markdown_tree, read_markdown_zip
 
 
@@ -220,3 +220,32 @@ def run_here(run: SyncRun, *, progress: Callable[[SyncRun], None] | None = None)
             progress(run)
     finish_run(run.pk, secondary=secondary)
     run.refresh_from_db()
+
+
+def publish_in_run(run_id: int, version_id: int, *, embedder: Embedder, secondary: Embedder | None) -> None:
+    """Publish a reviewed version (knowledge.publishing) as a run's one article; a version that is no longer
+    in review is the run's error, not a retry."""
+    from knowledge.publishing import publish
+
+    run = SyncRun.objects.get(pk=run_id)
+    if run.ended:
+        return
+    version = ArticleVersion.objects.select_related("article__collection").get(pk=version_id)
+    SyncRun.objects.filter(pk=run_id).update(status=SyncStatus.INDEXING, started_at=timezone.now())
+    calls_before = embedder.calls
+    try:
+        written = publish(version, embedder=embedder, secondary=secondary)
+    except WorkflowError as exc:
+        error = {"path": str(version), "line": None, "field": None, "message": str(exc)}
+        SyncRun.objects.filter(pk=run_id).update(
+            status=SyncStatus.FINISHED, failed=1, articles_done=1, errors=[error], finished_at=timezone.now()
+        )
+        return
+    SyncRun.objects.filter(pk=run_id).update(
+        status=SyncStatus.FINISHED,
+        changed=1,
+        articles_done=1,
+        chunks=written,
+        embedding_calls=embedder.calls - calls_before,
+        finished_at=timezone.now(),
+    )

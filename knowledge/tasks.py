@@ -14,7 +14,7 @@ from django.utils import timezone
 from knowledge import sync
 from knowledge.embeddings import default_embedder, secondary_embedder
 from knowledge.errors import KnowledgeError
-from knowledge.models import Source, SyncArticle, SyncRun, SyncStatus, SyncTrigger
+from knowledge.models import ArticleVersion, Source, SyncArticle, SyncRun, SyncStatus, SyncTrigger
 from knowledge.sources import SourceRead
 
 ARTICLE_RETRIES = 3
@@ -44,6 +44,11 @@ def ingest_article(self: Any, work_id: int, run_id: int) -> None:
 @shared_task(name="knowledge.tasks.finish_run", autoretry_for=(Exception,), max_retries=ARTICLE_RETRIES)
 def finish_run(run_id: int) -> None:
     sync.finish_run(run_id, secondary=secondary_embedder())
+
+
+@shared_task(name="knowledge.tasks.publish_version", autoretry_for=(Exception,), max_retries=ARTICLE_RETRIES)
+def publish_version(run_id: int, version_id: int) -> None:
+    sync.publish_in_run(run_id, version_id, embedder=default_embedder(), secondary=secondary_embedder())
 
 
 @shared_task(name="knowledge.tasks.sync_due_sources")
@@ -116,5 +121,22 @@ def start_documents_run(
         _queue_work(run)
     else:
         sync.run_here(run)
+    run.refresh_from_db()
+    return run
+
+
+def start_publish(version: ArticleVersion, *, requested_by: Any = None) -> SyncRun:
+    """Publish a reviewed version from the admin: indexed by a worker, or here."""
+    run = sync.new_run(
+        version.article.collection,
+        trigger=SyncTrigger.PUBLISH,
+        description=f"publish {version.article.slug} version {version.version_label}",
+        requested_by=requested_by,
+        articles=1,
+    )
+    if _in_background():
+        publish_version.delay(run.pk, version.pk)
+    else:
+        sync.publish_in_run(run.pk, version.pk, embedder=default_embedder(), secondary=secondary_embedder())
     run.refresh_from_db()
     return run

@@ -20,8 +20,8 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.utils import timezone
 
-from knowledge import sync, tasks
-from knowledge.models import Article, Source, SourceKind, SyncArticle, SyncRun, SyncStatus, SyncTrigger
+from knowledge import publishing, sync, tasks
+from knowledge.models import Article, ArticleVersion, Source, SourceKind, SyncArticle, SyncRun, SyncStatus, SyncTrigger
 from knowledge.sources import SourceRead, read_markdown_tree
 from tests.conversations.test_turn_workers import use_broker
 
@@ -164,6 +164,7 @@ def ingest_worker(settings, private_redis, tmp_path):
     database and Redis; beat looks for due sources every second."""
     db = connection.settings_dict
     settings.REDIS_URL = private_redis
+    settings.INGEST_RUNNER = "celery"
     broker = tasks.read_source.app.conf.broker_url
     use_broker(private_redis)
     env = {
@@ -226,3 +227,14 @@ def test_a_worker_syncs_in_the_background_and_beat_re_syncs_on_schedule(tmp_path
     # Not again until another interval has passed.
     time.sleep(3)
     assert SyncRun.objects.filter(trigger=SyncTrigger.SCHEDULE).count() == 1
+
+    # A publish from the admin is the worker's too.
+    version = ArticleVersion.objects.get(article__slug="gift-cards")
+    draft = publishing.new_draft_from(version, body=version.body + "\nGift cards can be topped up.\n")
+    publishing.submit_for_review(draft)
+    queued = tasks.start_publish(draft)
+    assert queued.status == SyncStatus.QUEUED
+    published = wait_for_run(120, pk=queued.pk)
+    assert (published.changed, published.chunks > 0, published.failed) == (1, True, 0)
+    draft.refresh_from_db()
+    assert draft.status == "published"

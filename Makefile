@@ -6,7 +6,7 @@ export SUPPORTBOT_PGPORT ?= 54329
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: setup db stop run worker test test-llm lint bench
+.PHONY: setup db stop run worker test test-llm lint bench bench-workers
 
 setup:
 	@scripts/setup.sh
@@ -26,11 +26,13 @@ run: db
 	$(PY) manage.py ensure_staff --base-url http://$(HOST):$(PORT)
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
-# Chat turns in Celery worker processes (needs REDIS_URL; run `make run` with the same REDIS_URL and
-# CHAT_TURN_RUNNER=celery, its default once REDIS_URL is set). WORKERS processes, one turn each at a time.
+# Chat turns and ingestion in Celery worker processes, with beat for scheduled re-syncs (needs REDIS_URL;
+# run `make run` with the same REDIS_URL: CHAT_TURN_RUNNER and INGEST_RUNNER are "celery" once it is set).
+# WORKERS processes, one task each at a time. Run beat (-B) in one worker only: see README.
 WORKERS ?= 1
 worker: setup
-	$(PY) -m celery -A supportbot worker -Q turns -c $(WORKERS) -l info
+	@mkdir -p var
+	$(PY) -m celery -A supportbot worker -Q turns,ingest -c $(WORKERS) -B -s var/celerybeat-schedule -l info
 
 test: setup
 	@scripts/test.sh $(PYTEST_ARGS)
@@ -46,3 +48,7 @@ lint: setup
 
 bench: db
 	$(PY) manage.py bench ingest $(BENCH_ARGS)
+
+# Documents per minute through the ingestion workers at 1 and 2 processes (needs REDIS_URL).
+bench-workers: db
+	$(PY) manage.py bench workers $(BENCH_ARGS)

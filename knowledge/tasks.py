@@ -4,10 +4,12 @@ in the calling process when INGEST_RUNNER is "here"."""
 from __future__ import annotations
 
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from celery import shared_task
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -53,14 +55,22 @@ def publish_version(run_id: int, version_id: int) -> None:
 
 @shared_task(name="knowledge.tasks.sync_due_sources")
 def sync_due_sources() -> list[int]:
-    """Start a run for every source whose re-sync interval has passed since its last run began (beat)."""
+    """Start a run for every source whose re-sync interval has passed since its last run began (beat). Each
+    source is claimed under its row lock and checked again, so two beats running by mistake start one run."""
     started = []
-    now = timezone.now()
-    sources = Source.objects.filter(resync_minutes__isnull=False).annotate(last_run=Max("runs__created_at"))
-    for source in sources.select_related("collection"):
-        assert source.resync_minutes is not None
-        if source.last_run is None or source.last_run <= now - timedelta(minutes=source.resync_minutes):
-            started.append(start_source_run(source, trigger=SyncTrigger.SCHEDULE).pk)
+    for source_id in Source.objects.filter(resync_minutes__isnull=False).values_list("pk", flat=True):
+        with transaction.atomic():
+            source = (
+                Source.objects.select_for_update(skip_locked=True, of=("self",))
+                .select_related("collection")
+                .filter(pk=source_id, resync_minutes__isnull=False)
+                .first()
+            )
+            if source is None or source.resync_minutes is None:
+                continue
+            last_run = source.runs.aggregate(last=Max("created_at"))["last"]
+            if last_run is None or last_run <= timezone.now() - timedelta(minutes=source.resync_minutes):
+                started.append(start_source_run(source, trigger=SyncTrigger.SCHEDULE).pk)
     return started
 
 
@@ -78,10 +88,11 @@ def _read_and_plan(run: SyncRun) -> bool:
 
 def _queue_work(run: SyncRun) -> None:
     work = list(SyncArticle.objects.filter(run=run, done_at__isnull=True).values_list("pk", flat=True))
+    # After the commit: a worker quick off the mark must find the run and its work in the database.
     for work_id in work:
-        ingest_article.delay(work_id, run.pk)
+        transaction.on_commit(partial(ingest_article.delay, work_id, run.pk))
     if not work:
-        finish_run.delay(run.pk)
+        transaction.on_commit(lambda: finish_run.delay(run.pk))
 
 
 def _in_background() -> bool:
@@ -96,7 +107,7 @@ def start_source_run(
         source.collection, trigger=trigger, description=source.location, source=source, requested_by=requested_by
     )
     if _in_background() if in_background is None else in_background:
-        read_source.delay(run.pk)
+        transaction.on_commit(lambda: read_source.delay(run.pk))
     elif _read_and_plan(run):
         sync.run_here(run)
     run.refresh_from_db()
@@ -135,7 +146,7 @@ def start_publish(version: ArticleVersion, *, requested_by: Any = None) -> SyncR
         articles=1,
     )
     if _in_background():
-        publish_version.delay(run.pk, version.pk)
+        transaction.on_commit(lambda: publish_version.delay(run.pk, version.pk))
     else:
         sync.publish_in_run(run.pk, version.pk, embedder=default_embedder(), secondary=secondary_embedder())
     run.refresh_from_db()

@@ -6,98 +6,214 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('knowledge', '0008_set_based_chunk_triggers'),
+        ("knowledge", "0008_set_based_chunk_triggers"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='IngestionToken',
+            name="IngestionToken",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(help_text="Who or what uses it, e.g. 'CMS publish hook'.", max_length=100)),
-                ('key_sha256', models.CharField(editable=False, max_length=64, unique=True)),
-                ('prefix', models.CharField(editable=False, help_text="The key's first characters, to tell keys apart.", max_length=12)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('last_used_at', models.DateTimeField(blank=True, null=True)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('collection', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='ingestion_tokens', to='knowledge.collection')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(help_text="Who or what uses it, e.g. 'CMS publish hook'.", max_length=100)),
+                ("key_sha256", models.CharField(editable=False, max_length=64, unique=True)),
+                (
+                    "prefix",
+                    models.CharField(
+                        editable=False, help_text="The key's first characters, to tell keys apart.", max_length=12
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("last_used_at", models.DateTimeField(blank=True, null=True)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "collection",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="ingestion_tokens",
+                        to="knowledge.collection",
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'ordering': ['collection', 'name'],
+                "ordering": ["collection", "name"],
             },
         ),
         migrations.CreateModel(
-            name='Source',
+            name="Source",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('web', 'Web page or sitemap'), ('zendesk', 'Zendesk Help Center export'), ('markdown', 'Markdown folder or zip on the server')], max_length=20)),
-                ('location', models.CharField(help_text='The page or sitemap address, or the path on the server.', max_length=2000)),
-                ('audience', models.CharField(choices=[('public', 'Public'), ('member', 'Members'), ('staff', 'Staff only')], default='public', help_text='Web pages: who may read them.', max_length=10)),
-                ('segments', models.JSONField(blank=True, default=dict, help_text='Zendesk: user segment id → audience, e.g. {"360001": "member"}.')),
-                ('resync_minutes', models.PositiveIntegerField(blank=True, help_text='Sync again this many minutes after the last sync started; empty: never.', null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('collection', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='sources', to='knowledge.collection')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("web", "Web page or sitemap"),
+                            ("zendesk", "Zendesk Help Center export"),
+                            ("markdown", "Markdown folder or zip on the server"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "location",
+                    models.CharField(
+                        help_text="The page or sitemap address, or the path on the server.", max_length=2000
+                    ),
+                ),
+                (
+                    "audience",
+                    models.CharField(
+                        choices=[("public", "Public"), ("member", "Members"), ("staff", "Staff only")],
+                        default="public",
+                        help_text="Web pages: who may read them.",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "segments",
+                    models.JSONField(
+                        blank=True,
+                        default=dict,
+                        help_text='Zendesk: user segment id → audience, e.g. {"360001": "member"}.',
+                    ),
+                ),
+                (
+                    "resync_minutes",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        help_text="Sync again this many minutes after the last sync started; empty: never.",
+                        null=True,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "collection",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="sources", to="knowledge.collection"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['collection', 'location'],
+                "ordering": ["collection", "location"],
             },
         ),
         migrations.CreateModel(
-            name='SyncRun',
+            name="SyncRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('trigger', models.CharField(choices=[('command', 'Command line'), ('upload', 'Upload in the admin'), ('admin', 'Sync from the admin'), ('publish', 'Publish in the admin'), ('api', 'Ingestion API'), ('schedule', 'Schedule')], max_length=20)),
-                ('description', models.CharField(help_text='What was synced: a path, an address, an upload.', max_length=2000)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('reading', 'Reading the source'), ('indexing', 'Indexing'), ('finished', 'Finished'), ('failed', 'Failed')], default='queued', max_length=20)),
-                ('present_slugs', models.JSONField(blank=True, null=True)),
-                ('boilerplate', models.JSONField(blank=True, default=list)),
-                ('articles', models.PositiveIntegerField(default=0)),
-                ('articles_done', models.PositiveIntegerField(default=0)),
-                ('new', models.PositiveIntegerField(default=0)),
-                ('changed', models.PositiveIntegerField(default=0)),
-                ('unchanged', models.PositiveIntegerField(default=0)),
-                ('failed', models.PositiveIntegerField(default=0)),
-                ('retired', models.PositiveIntegerField(default=0)),
-                ('chunks', models.PositiveIntegerField(default=0)),
-                ('embedding_calls', models.PositiveIntegerField(default=0)),
-                ('errors', models.JSONField(blank=True, default=list, help_text='One {path, line, field, message} per failure.')),
-                ('warnings', models.JSONField(blank=True, default=list)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('collection', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='sync_runs', to='knowledge.collection')),
-                ('requested_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('source', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='runs', to='knowledge.source')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "trigger",
+                    models.CharField(
+                        choices=[
+                            ("command", "Command line"),
+                            ("upload", "Upload in the admin"),
+                            ("admin", "Sync from the admin"),
+                            ("publish", "Publish in the admin"),
+                            ("api", "Ingestion API"),
+                            ("schedule", "Schedule"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "description",
+                    models.CharField(help_text="What was synced: a path, an address, an upload.", max_length=2000),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("reading", "Reading the source"),
+                            ("indexing", "Indexing"),
+                            ("finished", "Finished"),
+                            ("failed", "Failed"),
+                        ],
+                        default="queued",
+                        max_length=20,
+                    ),
+                ),
+                ("present_slugs", models.JSONField(blank=True, null=True)),
+                ("boilerplate", models.JSONField(blank=True, default=list)),
+                ("articles", models.PositiveIntegerField(default=0)),
+                ("articles_done", models.PositiveIntegerField(default=0)),
+                ("new", models.PositiveIntegerField(default=0)),
+                ("changed", models.PositiveIntegerField(default=0)),
+                ("unchanged", models.PositiveIntegerField(default=0)),
+                ("failed", models.PositiveIntegerField(default=0)),
+                ("retired", models.PositiveIntegerField(default=0)),
+                ("chunks", models.PositiveIntegerField(default=0)),
+                ("embedding_calls", models.PositiveIntegerField(default=0)),
+                (
+                    "errors",
+                    models.JSONField(
+                        blank=True, default=list, help_text="One {path, line, field, message} per failure."
+                    ),
+                ),
+                ("warnings", models.JSONField(blank=True, default=list)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "collection",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="sync_runs", to="knowledge.collection"
+                    ),
+                ),
+                (
+                    "requested_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "source",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="runs",
+                        to="knowledge.source",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='SyncArticle',
+            name="SyncArticle",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.CharField(max_length=200)),
-                ('documents', models.JSONField(help_text="The article's source documents, oldest version first.")),
-                ('done_at', models.DateTimeField(blank=True, null=True)),
-                ('error', models.TextField(blank=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='work', to='knowledge.syncrun')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("slug", models.CharField(max_length=200)),
+                ("documents", models.JSONField(help_text="The article's source documents, oldest version first.")),
+                ("done_at", models.DateTimeField(blank=True, null=True)),
+                ("error", models.TextField(blank=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="work", to="knowledge.syncrun"
+                    ),
+                ),
             ],
         ),
         migrations.AddConstraint(
-            model_name='source',
-            constraint=models.UniqueConstraint(fields=('collection', 'location'), name='unique_source_location'),
+            model_name="source",
+            constraint=models.UniqueConstraint(fields=("collection", "location"), name="unique_source_location"),
         ),
         migrations.AddIndex(
-            model_name='syncrun',
-            index=models.Index(fields=['source', '-created_at'], name='sync_run_by_source'),
+            model_name="syncrun",
+            index=models.Index(fields=["source", "-created_at"], name="sync_run_by_source"),
         ),
         migrations.AddConstraint(
-            model_name='syncarticle',
-            constraint=models.UniqueConstraint(fields=('run', 'slug'), name='unique_sync_article'),
+            model_name="syncarticle",
+            constraint=models.UniqueConstraint(fields=("run", "slug"), name="unique_sync_article"),
         ),
     ]

@@ -238,3 +238,17 @@ def test_a_worker_syncs_in_the_background_and_beat_re_syncs_on_schedule(tmp_path
     assert (published.changed, published.chunks > 0, published.failed) == (1, True, 0)
     draft.refresh_from_db()
     assert draft.status == "published"
+
+
+@pytest.mark.django_db
+def test_a_source_is_due_once_per_interval(tmp_path, embedder, settings):
+    settings.INGEST_RUNNER = "here"
+    scheduled = source_of(three_articles(tmp_path))
+    source_of(tmp_path / "never", collection="other")  # no interval: never synced by the schedule
+    scheduled.resync_minutes = 30
+    scheduled.save()
+    (first,) = tasks.sync_due_sources()
+    assert tasks.sync_due_sources() == []  # a second beat, or the next look: not due again yet
+    SyncRun.objects.update(created_at=timezone.now() - timedelta(minutes=31))
+    (second,) = tasks.sync_due_sources()
+    assert SyncRun.objects.get(pk=second).embedding_calls == 0 and first != second

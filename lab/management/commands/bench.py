@@ -1,4 +1,5 @@
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from knowledge.retrieval import default_config
 from knowledge.sources import SourceDocument, read_beir_corpus, read_markdown_tree
 from lab.benchmarking import replicate_collection, time_retrieval
 from lab.retrieval_evaluation import read_queries
+from lab.worker_benchmark import require_workers_configured, time_workers
 
 
 def _models_seconds(embedders: list[Embedder], texts: list[str]) -> float:
@@ -37,11 +39,12 @@ class Command(BaseCommand):
     help = (
         "Benchmarks. `bench ingest`: index a BEIR corpus or a folder of Markdown articles from scratch, then "
         "re-sync it, and print the figures against what the embedding models alone take. "
-        "`bench retrieval`: replicate an indexed collection to a large size and time each retrieval stage."
+        "`bench retrieval`: replicate an indexed collection to a large size and time each retrieval stage. "
+        "`bench workers`: documents per minute through the Celery ingestion workers at 1, 2, … processes."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("what", choices=["ingest", "retrieval"])
+        parser.add_argument("what", choices=["ingest", "retrieval", "workers"])
         parser.add_argument(
             "--dataset",
             type=Path,
@@ -53,6 +56,9 @@ class Command(BaseCommand):
         parser.add_argument("--copies", type=int, default=8, help="retrieval: copies of the source collection")
         parser.add_argument("--rebuild", action="store_true", help="retrieval: copy again even if the copy exists")
         parser.add_argument("--strategy", default=settings.CHUNK_STRATEGY)
+        parser.add_argument(
+            "--processes", type=int, nargs="+", default=[1, 2], help="workers: worker process counts to time"
+        )
         parser.add_argument("--json", type=Path, default=None, help="Also write the figures here as JSON")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -66,9 +72,12 @@ class Command(BaseCommand):
             )
         if options["limit"] is not None and options["limit"] < 1:
             raise CommandError("--limit must be a positive number.")
-        figures = (
-            self._retrieval(dataset, options) if options["what"] == "retrieval" else self._ingest(dataset, options)
-        )
+        if options["what"] == "workers":
+            figures = self._workers(dataset, options)
+        elif options["what"] == "retrieval":
+            figures = self._retrieval(dataset, options)
+        else:
+            figures = self._ingest(dataset, options)
         if options["json"]:
             options["json"].write_text(json.dumps(figures, indent=2))
 
@@ -167,3 +176,39 @@ class Command(BaseCommand):
         for key, value in figures.items():
             self.stdout.write(f"{key:>28}: {value}")
         return figures
+
+    def _workers(self, dataset: Path, options: dict[str, Any]) -> dict[str, Any]:
+        try:
+            require_workers_configured()
+        except RuntimeError as exc:
+            raise CommandError(str(exc)) from None
+        if any(n < 1 for n in options["processes"]):
+            raise CommandError("--processes must be positive numbers.")
+        if (dataset / "corpus.jsonl").exists():
+            source = read_beir_corpus(dataset)
+        else:
+            source = read_markdown_tree(dataset, max_bytes=settings.INGEST_MAX_FILE_BYTES)
+        docs = [d for d in source if isinstance(d, SourceDocument)][: options["limit"] or 200]
+        log = settings.BASE_DIR / "var" / "bench-workers.log"
+        log.parent.mkdir(exist_ok=True)
+        trials = []
+        for processes in options["processes"]:
+            trial = time_workers(docs, processes, log=log)
+            trials.append(trial)
+            self.stdout.write(
+                f"{processes} process(es): {trial.documents} documents, {trial.chunks} chunks in {trial.seconds:.1f} s "
+                f"= {trial.documents_per_minute:.0f} documents/min ({trial.failed} failed)"
+            )
+        base = trials[0].documents_per_minute
+        for trial in trials[1:]:
+            self.stdout.write(
+                f"{trial.processes} vs {trials[0].processes} process(es): ×{trial.documents_per_minute / base:.2f}"
+            )
+        return {
+            "dataset": str(dataset),
+            "cores": os.cpu_count(),
+            "trials": [
+                {**vars(t), "seconds": round(t.seconds, 1), "documents_per_minute": round(t.documents_per_minute, 1)}
+                for t in trials
+            ],
+        }

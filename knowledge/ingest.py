@@ -497,10 +497,11 @@ def ingest(
     bounds: ChunkBounds,
     retire_missing: bool,
     detect_boilerplate: bool = True,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[IngestReport, int, int], None] | None = None,
 ) -> IngestReport:
     """Bring a collection in line with its sources, in this process, embedding many documents per call.
-    Failures are reported per file; the rest still ingest."""
+    Failures are reported per file; the rest still ingest. `progress` hears the report so far, the articles
+    written and the articles to write, once planned and after each batch."""
     started = time.perf_counter()
     calls_before, texts_before, tokens_before = embedder.calls, embedder.texts_embedded, embedder.tokens_embedded
     secondary_before = secondary.texts_embedded if secondary is not None else 0
@@ -510,6 +511,9 @@ def ingest(
         collection, items, strategy=strategy, bounds=bounds, report=report, detect_boilerplate=detect_boilerplate
     )
 
+    articles = len({d.slug for d in plan.todo})
+    if progress:
+        progress(report, 0, articles)
     done = 0
     for start in range(0, len(plan.todo), BATCH_DOCUMENTS):
         batch = plan.todo[start : start + BATCH_DOCUMENTS]
@@ -527,7 +531,9 @@ def ingest(
             report.chunks += written
         done += len(batch)
         if progress:
-            progress(done, len(plan.todo))
+            # An article's versions may straddle two batches: it counts once its last one is written.
+            unfinished = {d.slug for d in plan.todo[done:]}
+            progress(report, len({d.slug for d in plan.todo[:done]} - unfinished), articles)
 
     present_slugs = None
     if retire_missing and plan.all_slugs_known:

@@ -262,6 +262,25 @@ class Source(models.Model):
     def __str__(self) -> str:
         return f"{self.collection.name}: {self.location}"
 
+    def clean(self) -> None:
+        from urllib.parse import urlsplit
+
+        from django.core.exceptions import ValidationError
+
+        if self.kind == SourceKind.WEB:
+            parts = urlsplit(self.location)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValidationError({"location": "A web source is an http(s) address."})
+        elif not self.location.startswith("/"):
+            raise ValidationError({"location": "A path on the server, from the root (/srv/help/articles)."})
+        if not isinstance(self.segments, dict):
+            raise ValidationError({"segments": 'A mapping of segment id to audience, e.g. {"360001": "member"}.'})
+        for segment, audience in self.segments.items():
+            if not str(segment).isdigit() or audience not in Audience.values:
+                raise ValidationError(
+                    {"segments": f"{segment!r}: {audience!r} is not a segment id (digits) mapped to an audience."}
+                )
+
 
 class SyncTrigger(models.TextChoices):
     COMMAND = "command", "Command line"

@@ -101,6 +101,23 @@ def new_run(collection: Collection, *, trigger: str, description: str, **fields:
     return SyncRun.objects.create(collection=collection, trigger=trigger, description=description[:2000], **fields)
 
 
+def record_report(run: SyncRun, report: IngestReport, *, articles_done: int, articles: int) -> None:
+    """Copy a sync in the calling process (`ingest()`) onto its run, as it goes."""
+    run.articles, run.articles_done = articles, articles_done
+    run.new, run.changed, run.unchanged, run.retired = report.new, report.changed, report.unchanged, report.retired
+    run.failed, run.chunks, run.embedding_calls = len(report.errors), report.chunks, report.embedding_calls
+    run.errors = [error_json(e) for e in report.errors]
+    run.warnings = list(report.warnings)
+    run.status = SyncStatus.INDEXING
+    run.started_at = run.started_at or timezone.now()
+    run.save()
+
+
+def end_run(run: SyncRun, status: str) -> None:
+    run.status, run.finished_at = status, timezone.now()
+    run.save(update_fields=["status", "finished_at"])
+
+
 def plan_run(run: SyncRun, read: SourceRead, *, retire_missing: bool) -> None:
     """Split what changed in the source into one unit of work per article; errors and unchanged counts go
     on the run now."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -180,12 +181,13 @@ def ingest_worker(settings, private_redis, tmp_path):
     worker = subprocess.Popen(
         [str(BIN / "celery"), "-A", "supportbot", "worker", "-Q", "ingest", "-P", "solo", "-B",
          "-s", str(tmp_path / "beat-schedule"), "--without-mingle", "--without-gossip", "-l", "warning"],
-        cwd=ROOT, env=env, stdout=log, stderr=log,
+        cwd=ROOT, env=env, stdout=log, stderr=log, start_new_session=True,
     )  # fmt: skip
     try:
         yield tmp_path / "worker.log"
     finally:
-        worker.kill()
+        # The whole group: beat runs in a process of its own, which outlives a worker killed alone.
+        os.killpg(worker.pid, signal.SIGKILL)
         worker.wait(timeout=30)
         use_broker(broker)
 
@@ -252,3 +254,38 @@ def test_a_source_is_due_once_per_interval(tmp_path, embedder, settings):
     SyncRun.objects.update(created_at=timezone.now() - timedelta(minutes=31))
     (second,) = tasks.sync_due_sources()
     assert SyncRun.objects.get(pk=second).embedding_calls == 0 and first != second
+
+
+@pytest.mark.django_db
+def test_staff_add_a_source_sync_it_from_the_admin_and_follow_its_run(tmp_path, embedder, settings):
+    from django.contrib.auth.models import User
+    from django.test import Client
+    from django.urls import reverse
+
+    settings.INGEST_RUNNER = "here"
+    client = Client()
+    client.force_login(User.objects.create_superuser("admin"))
+    collection = sync.collection_named("synced")
+    add = reverse("admin:knowledge_source_add")
+    base = {"collection": collection.pk, "audience": "public", "segments": "{}", "resync_minutes": ""}
+    bad = client.post(add, {**base, "kind": "web", "location": "ftp://help.example.com/"})
+    assert bad.status_code == 200 and "A web source is an http(s) address." in bad.content.decode()
+    bad = client.post(add, {**base, "kind": "zendesk", "location": "/srv/x", "segments": '{"abc": "member"}'})
+    assert "is not a segment id" in bad.content.decode()
+    folder = three_articles(tmp_path)
+    assert client.post(add, {**base, "kind": "markdown", "location": str(folder)}).status_code == 302
+    source = Source.objects.get()
+
+    changelist = reverse("admin:knowledge_source_changelist")
+    done = client.post(changelist, {"action": "sync_now", "_selected_action": [source.pk]}, follow=True)
+    run = SyncRun.objects.get(source=source)
+    assert f"Sync run {run.pk}" in done.content.decode() and run.trigger == SyncTrigger.ADMIN
+    progress = client.get(reverse("admin:knowledge_syncrun_progress", args=[run.pk])).json()
+    assert progress["ended"] is True and progress["articles"] == "3 of 3" and progress["problems"] == []
+    assert progress["documents"].startswith("3 new, 0 changed")
+    page = client.get(reverse("admin:knowledge_syncrun_change", args=[run.pk])).content.decode()
+    assert "admin-sync-run.js" in page and "3 of 3" in page
+    # Somebody without the knowledge base's permissions sees no runs.
+    outsider = Client()
+    outsider.force_login(User.objects.create_user("clerk", is_staff=True))
+    assert outsider.get(reverse("admin:knowledge_syncrun_progress", args=[run.pk])).status_code == 403

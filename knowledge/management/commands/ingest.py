@@ -11,7 +11,7 @@ from knowledge import sync, tasks
 from knowledge.chunking import STRATEGIES, ChunkBounds
 from knowledge.embeddings import default_embedder, secondary_embedder
 from knowledge.errors import KnowledgeError
-from knowledge.ingest import ingest
+from knowledge.ingest import IngestReport, ingest
 from knowledge.models import Source, SyncRun, SyncStatus, SyncTrigger
 from knowledge.sources import AUDIENCES, SourceRead, read_beir_corpus
 from knowledge.zendesk import parse_segments
@@ -107,12 +107,18 @@ class Command(BaseCommand):
                 raise CommandError(str(exc)) from None
         items = read.items if limit is None else read.items[:limit]
 
-        bar = tqdm(total=0, unit="doc", disable=not sys.stderr.isatty(), desc="embedding")
+        bar = tqdm(total=0, unit="article", disable=not sys.stderr.isatty(), desc="embedding")
+        try:
+            run = sync.new_run(
+                sync.collection_named(collection), trigger=SyncTrigger.COMMAND, description=options["path"]
+            )
+        except KnowledgeError as exc:
+            raise CommandError(str(exc)) from None
 
-        def progress(done: int, total: int) -> None:
-            bar.total = total
-            bar.n = done
+        def progress(report: IngestReport, done: int, total: int) -> None:
+            bar.total, bar.n = total, done
             bar.refresh()
+            sync.record_report(run, report, articles_done=done, articles=total)
 
         try:
             report = ingest(
@@ -128,9 +134,12 @@ class Command(BaseCommand):
                 progress=progress,
             )
         except KnowledgeError as exc:
+            sync.fail_run(run, str(exc))
             raise CommandError(str(exc)) from None
         finally:
             bar.close()
+        sync.record_report(run, report, articles_done=run.articles, articles=run.articles)
+        sync.end_run(run, SyncStatus.FINISHED)
         for error in report.errors:
             self.stderr.write(self.style.ERROR(f"error: {error}"))
         for warning in report.warnings:

@@ -173,15 +173,17 @@ def sync_article(work_id: int, *, embedder: Embedder, secondary: Embedder | None
             # Checked again here, under the article's lock: another run may have written it meanwhile.
             lock_articles(run.collection.pk, [work.slug])
             todo = changed_documents(run.collection, docs, label)
-            prepared = prepare_documents(
-                todo,
-                strategy=strategy,
-                bounds=bounds,
-                embedder=embedder,
-                secondary=secondary,
-                boilerplate=frozenset(run.boilerplate),
-            )
-            results = write_documents(run.collection, prepared, label) if prepared else []
+            results = []
+            if todo:
+                prepared = prepare_documents(
+                    todo,
+                    strategy=strategy,
+                    bounds=bounds,
+                    embedder=embedder,
+                    secondary=secondary,
+                    boilerplate=frozenset(run.boilerplate),
+                )
+                results = write_documents(run.collection, prepared, label)
             work.done_at = timezone.now()
             work.save(update_fields=["done_at"])
             SyncRun.objects.filter(pk=run.pk).update(

@@ -8,6 +8,7 @@ from functools import partial
 from typing import Any
 
 from celery import shared_task
+from celery.signals import worker_process_init
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
@@ -20,6 +21,15 @@ from knowledge.models import ArticleVersion, Source, SyncArticle, SyncRun, SyncS
 from knowledge.sources import SourceRead
 
 ARTICLE_RETRIES = 3
+
+
+@worker_process_init.connect
+def _load_embedding_models(**kwargs: Any) -> None:
+    # In each worker process before its first task (turn workers embed queries with them too): a sync's first
+    # articles would otherwise wait the seconds it takes to load them.
+    for model in (default_embedder(), secondary_embedder()):
+        if model is not None:
+            model.encode(["Loading the model before the first task."])
 
 
 @shared_task(name="knowledge.tasks.read_source")

@@ -35,10 +35,13 @@ def _load_embedding_models(**kwargs: Any) -> None:
 @shared_task(name="knowledge.tasks.read_source")
 def read_source(run_id: int) -> None:
     run = SyncRun.objects.select_related("collection", "source").get(pk=run_id)
-    if run.status != SyncStatus.QUEUED:
-        return  # Redelivered after its work was planned.
-    _read_and_plan(run)
-    _queue_work(run)
+    # Redelivered while reading (its worker died): read again; two readers racing to plan meet the unique
+    # (run, article) constraint, and only the first queues anything. Redelivered once planned: the work may
+    # not have been queued, and queueing an article twice writes it once.
+    if run.status in (SyncStatus.QUEUED, SyncStatus.READING) and not _read_and_plan(run):
+        return
+    if run.status == SyncStatus.INDEXING:
+        _queue_work(run)
 
 
 @shared_task(name="knowledge.tasks.ingest_article", bind=True, max_retries=ARTICLE_RETRIES)

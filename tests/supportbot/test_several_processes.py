@@ -19,20 +19,13 @@ from django.contrib.auth import get_user_model
 from conversations.models import Message, Role
 from knowledge.api import issue_token
 from knowledge.models import ArticleVersion, Collection, IngestionToken
+from tests.knowledge.test_ingestion_api import ARTICLE
 from tests.processes import Processes, frames_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 QUESTION = "When is the phone line open?"
 STAFF_REPLY = "A colleague can call you back tomorrow at 10."
 PASSWORD = "correct horse battery staple"
-ARTICLE = {
-    "id": "delivery-times",
-    "title": "Delivery times",
-    "version": "1",
-    "effective_date": "2026-11-01",
-    "audience": "public",
-    "body": "# Delivery times\n\nSofas arrive within three weeks of the order, by a two-person team.\n",
-}
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
-from django.utils import timezone
+from django.utils import formats, timezone
 from django.utils.html import format_html, format_html_join
 
 from knowledge import publishing, tasks
@@ -246,6 +246,7 @@ def run_progress(run: SyncRun) -> dict[str, Any]:
         "chunks": str(run.chunks),
         "embedding_calls": str(run.embedding_calls),
         "problems": [*run.warnings, *map(error_text, run.errors)],
+        "finished_at": formats.localize(timezone.localtime(run.finished_at)) if run.finished_at else "-",
     }
 
 

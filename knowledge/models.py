@@ -334,7 +334,7 @@ class SyncRun(models.Model):
         indexes = [models.Index(fields=["source", "-created_at"], name="sync_run_by_source")]
 
     def __str__(self) -> str:
-        return f"sync {self.pk} of {self.collection.name} ({self.get_status_display()})"
+        return f"sync run {self.pk} of {self.collection.name}"
 
     @property
     def ended(self) -> bool:

@@ -6,7 +6,7 @@
   const field = (name) => document.querySelector(`.field-${name} .readonly`);
 
   function show(progress) {
-    for (const name of ["status", "articles", "documents", "chunks", "embedding_calls"]) {
+    for (const name of ["status", "articles", "documents", "chunks", "embedding_calls", "finished_at"]) {
       const cell = field(name === "articles" ? "progress" : name);
       if (cell) cell.textContent = progress[name];
     }

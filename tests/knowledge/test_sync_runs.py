@@ -241,6 +241,13 @@ def test_a_worker_syncs_in_the_background_and_beat_re_syncs_on_schedule(tmp_path
     draft.refresh_from_db()
     assert draft.status == "published"
 
+    # A file that cannot be read: named on stderr, and the command fails as an in-process sync would.
+    (folder / "broken.md").write_text("no front matter")
+    capsys.readouterr()
+    with pytest.raises(CommandError, match=r"1 document\(s\) failed"):
+        call_command("ingest", str(folder), "--collection", "synced", "--background")
+    assert "broken.md" in capsys.readouterr().err
+
 
 @pytest.mark.django_db
 def test_a_source_is_due_once_per_interval(tmp_path, embedder, settings):

@@ -9,10 +9,8 @@ collection's token; a sync run says how it went. Every refusal is JSON naming th
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import json
 import secrets
-import socket
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -24,9 +22,10 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from knowledge import tasks
-from knowledge.errors import IngestFileError
+from knowledge.errors import IngestFileError, KnowledgeError
 from knowledge.models import IngestionToken, Source, SourceKind, SyncRun, SyncTrigger
 from knowledge.sources import AUDIENCES, OPTIONAL_FIELDS, REQUIRED_FIELDS, SourceRead, document_from_fields
+from knowledge.sync import require_public_host
 
 KEY_PREFIX = "sbk_"
 
@@ -169,25 +168,6 @@ def post_article(request: HttpRequest, token: IngestionToken) -> JsonResponse:
     return _accepted(run)
 
 
-def _public_address(url: str) -> None:
-    """Refuse an address on this machine or its private network: the server fetches it, so an API caller
-    could otherwise read what only the server can reach."""
-    host = urlsplit(url).hostname or ""
-    try:
-        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
-    except OSError as exc:
-        raise ApiError(400, f"cannot resolve {host!r}: {exc}", field="url") from None
-    for address in addresses:
-        ip = ipaddress.ip_address(str(address).split("%")[0])
-        if not ip.is_global:
-            raise ApiError(
-                400,
-                f"{host} is at {ip}, a private or local address; the server fetches only public ones "
-                "(INGEST_API_PRIVATE_HOSTS allows named ones)",
-                field="url",
-            )
-
-
 @require_POST
 @_api
 def post_source(request: HttpRequest, token: IngestionToken) -> JsonResponse:
@@ -205,8 +185,10 @@ def post_source(request: HttpRequest, token: IngestionToken) -> JsonResponse:
         raise ApiError(400, "not an http(s) address", field="url")
     if len(url) > 2000:
         raise ApiError(400, "over 2,000 characters", field="url")
-    if parts.hostname.lower() not in settings.INGEST_API_PRIVATE_HOSTS:
-        _public_address(url)
+    try:
+        require_public_host(url)
+    except KnowledgeError as exc:
+        raise ApiError(400, str(exc), field="url") from None
     audience = data.get("audience", "public")
     if audience not in AUDIENCES:
         raise ApiError(
@@ -218,7 +200,7 @@ def post_source(request: HttpRequest, token: IngestionToken) -> JsonResponse:
     source, _ = Source.objects.update_or_create(
         collection=token.collection,
         location=url,
-        defaults={"kind": SourceKind.WEB, "audience": audience, "resync_minutes": minutes},
+        defaults={"kind": SourceKind.WEB, "audience": audience, "resync_minutes": minutes, "public_only": True},
     )
     return _accepted(tasks.start_source_run(source, trigger=SyncTrigger.API))
 

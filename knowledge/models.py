@@ -250,6 +250,10 @@ class Source(models.Model):
     segments = models.JSONField(
         default=dict, blank=True, help_text='Zendesk: user segment id → audience, e.g. {"360001": "member"}.'
     )
+    public_only = models.BooleanField(
+        default=False,
+        help_text="Fetched only while its host resolves to public addresses (sources posted to the ingestion API).",
+    )
     resync_minutes = models.PositiveIntegerField(
         null=True, blank=True, help_text="Sync again this many minutes after the last sync started; empty: never."
     )

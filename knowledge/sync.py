@@ -7,11 +7,14 @@ The same steps run in the calling process when no worker is configured (`INGEST_
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 from collections.abc import Callable
 from dataclasses import asdict
 from datetime import date
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
@@ -36,6 +39,26 @@ from knowledge.models import ArticleVersion, Collection, Source, SourceKind, Syn
 from knowledge.sources import ZIP_MAX_MEMBERS, SourceDocument, SourceRead, read_markdown_tree, read_markdown_zip
 
 
+def require_public_host(url: str) -> None:
+    """Refuse an address on this machine or its private network (KnowledgeError), unless its host is named
+    in INGEST_API_PRIVATE_HOSTS: the server fetches it, so whoever gave the address could otherwise read
+    what only the server can reach."""
+    host = (urlsplit(url).hostname or "").lower()
+    if host in settings.INGEST_API_PRIVATE_HOSTS:
+        return
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    except OSError as exc:
+        raise KnowledgeError(f"cannot resolve {host!r}: {exc}") from None
+    for address in sorted(map(str, addresses)):
+        ip = ipaddress.ip_address(address.split("%")[0])
+        if not ip.is_global:
+            raise KnowledgeError(
+                f"{host} is at {ip}, a private or local address; the server fetches only public ones "
+                "(INGEST_API_PRIVATE_HOSTS allows named ones)"
+            )
+
+
 def read_source(source: Source) -> SourceRead:
     """The documents of a stored source. A source that cannot be read at all raises KnowledgeError; a
     document that cannot be is an IngestFileError among the items."""
@@ -44,6 +67,9 @@ def read_source(source: Source) -> SourceRead:
         # Markdown sync (make run starts with one) would pay for nothing.
         from knowledge.web import WebLimits, read_web_source
 
+        if source.public_only:
+            # Checked again at every sync: the name may have come to point elsewhere since it was accepted.
+            require_public_host(source.location)
         limits = WebLimits(
             max_bytes=settings.WEB_PAGE_MAX_BYTES,
             timeout_s=settings.WEB_FETCH_TIMEOUT_S,
@@ -145,7 +171,8 @@ def plan_run(run: SyncRun, read: SourceRead, *, retire_missing: bool) -> None:
 
 
 def fail_run(run: SyncRun, message: str) -> None:
-    """The source could not be read at all: nothing was written."""
+    """The run cannot go on (its source unreadable, its collection bound to another embedding model): the
+    message is its one error."""
     SyncRun.objects.filter(pk=run.pk).update(
         status=SyncStatus.FAILED,
         errors=[{"path": run.description, "line": None, "field": None, "message": message}],

@@ -12,9 +12,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from knowledge import sync
+from knowledge import sync, tasks
 from knowledge.api import issue_token
-from knowledge.models import Article, ArticleVersion, IngestionToken, Source, SyncRun
+from knowledge.models import Article, ArticleVersion, IngestionToken, Source, SyncRun, SyncTrigger
 from tests.knowledge.test_web import site  # noqa: F401  (a fixture: help-centre pages on loopback)
 
 pytestmark = pytest.mark.django_db
@@ -135,7 +135,12 @@ def test_a_web_source_posted_is_stored_and_fetched(site, embedder, settings):  #
     source = Source.objects.get()
     assert (source.location, source.audience, source.resync_minutes, source.kind) == (url, "member", 60, "web")
     assert set(ArticleVersion.objects.values_list("audience", flat=True)) == {"member"}
-    assert SyncRun.objects.get().source == source
+    assert SyncRun.objects.get().source == source and source.public_only
+
+    # Checked again at each sync: an address accepted once that now leads inside is not fetched.
+    settings.INGEST_API_PRIVATE_HOSTS = []
+    later = tasks.start_source_run(source, trigger=SyncTrigger.SCHEDULE)
+    assert later.status == "failed" and "private or local" in later.errors[0]["message"]
 
 
 @pytest.mark.parametrize(

@@ -152,6 +152,8 @@ def test_background_is_refused_when_it_cannot_work(tmp_path, sample_dir, setting
         call_command("ingest", str(sample_dir), "--collection", "x", "--background")
     with pytest.raises(CommandError, match="not a BEIR corpus"):
         call_command("ingest", str(sample_dir), "--collection", "x", "--background", "--format", "beir")
+    with pytest.raises(CommandError, match="--no-wait applies to --background only"):
+        call_command("ingest", str(sample_dir), "--collection", "x", "--no-wait")
     with pytest.raises(CommandError, match="leave out --strategy"):
         call_command("ingest", str(sample_dir), "--collection", "x", "--background", "--max-tokens", "120")
 

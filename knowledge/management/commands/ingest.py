@@ -88,6 +88,8 @@ class Command(BaseCommand):
             segments = parse_segments(options["segment"])
         except ValueError as exc:
             raise CommandError(f"--segment: {exc}") from None
+        if options["no_wait"] and not options["background"]:
+            raise CommandError("--no-wait applies to --background only.")
         if options["background"]:
             self._in_background(collection, options, segments)
             return

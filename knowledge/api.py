@@ -3,6 +3,7 @@ collection's token; a sync run says how it went. Every refusal is JSON naming th
 
     POST /api/v1/articles   {"id", "title", "version", "effective_date", "audience", "body", ...}
     POST /api/v1/sources    {"url", "audience"?, "resync_minutes"?}
+    DELETE /api/v1/articles/<id>
     GET  /api/v1/runs/<id>
 """
 
@@ -19,11 +20,12 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from knowledge import tasks
 from knowledge.errors import IngestFileError, KnowledgeError
-from knowledge.models import IngestionToken, Source, SourceKind, SyncRun, SyncTrigger
+from knowledge.ingest import API_SOURCE_PREFIX, refresh_term_statistics, retire_articles
+from knowledge.models import Article, IngestionToken, Source, SourceKind, SyncRun, SyncTrigger
 from knowledge.sources import AUDIENCES, OPTIONAL_FIELDS, REQUIRED_FIELDS, SourceRead, document_from_fields
 from knowledge.sync import require_public_host
 
@@ -150,7 +152,7 @@ def post_article(request: HttpRequest, token: IngestionToken) -> JsonResponse:
         raise ApiError(413, f"the article is over the limit of {settings.INGEST_MAX_FILE_BYTES:,} bytes", field="body")
     try:
         document = document_from_fields(
-            f"api:{data['id']}", fields, data["body"], content_hash=hashlib.sha256(canonical).hexdigest()
+            f"{API_SOURCE_PREFIX}{data['id']}", fields, data["body"], content_hash=hashlib.sha256(canonical).hexdigest()
         )
     except IngestFileError as exc:
         raise ApiError(400, exc.message, field=exc.field) from None
@@ -203,6 +205,21 @@ def post_source(request: HttpRequest, token: IngestionToken) -> JsonResponse:
         defaults={"kind": SourceKind.WEB, "audience": audience, "resync_minutes": minutes, "public_only": True},
     )
     return _accepted(tasks.start_source_run(source, trigger=SyncTrigger.API))
+
+
+@require_http_methods(["DELETE"])
+@_api
+def delete_article(request: HttpRequest, token: IngestionToken, slug: str) -> JsonResponse:
+    """Retire an article: it stops serving at once; its versions stay as history, and posting it again
+    brings it back."""
+    article = Article.objects.filter(collection=token.collection, slug=slug, retired_at__isnull=True).first()
+    if article is None:
+        raise ApiError(404, f"no article {slug!r} in service in collection {token.collection.name}")
+    retire_articles(token.collection, [article])
+    refresh_term_statistics(token.collection)
+    article.refresh_from_db()
+    assert article.retired_at is not None
+    return JsonResponse({"id": article.slug, "retired_at": article.retired_at.isoformat()})
 
 
 @require_GET

@@ -344,19 +344,33 @@ def refresh_term_statistics(collection: Collection) -> None:
         collection.save(update_fields=["chunk_count", "average_chunk_length"])
 
 
-def retire_missing_articles(collection: Collection, present_slugs: set[str]) -> int:
-    """Articles whose sources disappeared stop serving: marked retired, chunks removed, history kept."""
+# The source path of a version posted to the ingestion API.
+API_SOURCE_PREFIX = "api:"
+
+
+def retire_articles(collection: Collection, articles: Iterable[Article]) -> int:
+    """Articles stop serving: marked retired, chunks removed, history kept. Each under its lock."""
     retired = 0
-    for article in Article.objects.filter(collection=collection, retired_at__isnull=True).exclude(
-        slug__in=present_slugs
-    ):
+    for article in articles:
         with transaction.atomic():
+            lock_articles(collection.pk, [article.slug])
             Chunk.objects.filter(version__article=article).delete()
             ArticleVersion.objects.filter(article=article).update(indexed_at=None)
             article.retired_at = timezone.now()
             article.save(update_fields=["retired_at", "updated_at"])
         retired += 1
     return retired
+
+
+def retire_missing_articles(collection: Collection, present_slugs: set[str]) -> int:
+    """Retire the articles whose sources disappeared. Articles posted to the ingestion API are listed by no
+    source, so a source's sync leaves them be (the API's DELETE retires them)."""
+    missing = (
+        Article.objects.filter(collection=collection, retired_at__isnull=True)
+        .exclude(slug__in=present_slugs)
+        .exclude(versions__source_path__startswith=API_SOURCE_PREFIX)
+    )
+    return retire_articles(collection, missing)
 
 
 def _check_batch(

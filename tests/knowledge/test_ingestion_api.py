@@ -185,3 +185,36 @@ def test_the_admin_gives_a_token_once_and_revokes_it(embedder):
     changelist = reverse("admin:knowledge_ingestiontoken_changelist")
     client.post(changelist, {"action": "revoke", "_selected_action": [token.pk]})
     assert post("/api/v1/articles", ARTICLE, key).status_code == 401
+
+
+def test_an_article_posted_is_retired_by_its_delete_not_by_another_source_s_sync(embedder, tmp_path, settings):
+    key = token_for()
+    post("/api/v1/articles", ARTICLE, key)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "returns.md").write_text(
+        "---\nid: returns\ntitle: Returns\nversion: '1'\neffective_date: 2026-01-01\naudience: public\n---\n\n"
+        "# Returns\n\nReturn any item within 30 days of delivery for a full refund.\n"
+    )
+    # A folder that is the whole of its source, synced into the same collection: the API's article is not its.
+    run = tasks.start_source_run(
+        Source.objects.create(collection=sync.collection_named("helpcentre"), kind="markdown", location=str(folder)),
+        trigger=SyncTrigger.ADMIN,
+    )
+    assert (run.new, run.retired) == (1, 0)
+    assert Article.objects.get(slug="delivery-times").retired_at is None
+
+    url = "/api/v1/articles/delivery-times"
+    headers = {"Authorization": f"Bearer {key}"}
+    gone = Client().delete(url, headers=headers)
+    assert gone.status_code == 200 and gone.json()["id"] == "delivery-times"
+    article = Article.objects.get(slug="delivery-times")
+    assert article.retired_at is not None and not ArticleVersion.objects.filter(article=article, chunks__isnull=False)
+    again = Client().delete(url, headers=headers)
+    assert again.status_code == 404 and "no article 'delivery-times' in service" in again.json()["error"]
+    assert Client().get(url, headers=headers).status_code == 405
+    assert Client().delete(url, headers={"Authorization": f"Bearer {token_for('other')}"}).status_code == 404
+    # Posted again, it serves again.
+    back = post("/api/v1/articles", ARTICLE, key).json()
+    assert back["status"] == "finished" and back["chunks_written"] > 0
+    assert Article.objects.get(slug="delivery-times").retired_at is None

@@ -22,7 +22,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from knowledge.embeddings import Embedder, default_embedder, secondary_embedder
-from knowledge.errors import IngestFileError, KnowledgeError, WorkflowError
+from knowledge.errors import IngestFileError, KnowledgeError
 from knowledge.ingest import (
     RETIREMENT_SKIPPED,
     IngestReport,
@@ -269,8 +269,8 @@ def run_here(run: SyncRun, *, progress: Callable[[SyncRun], None] | None = None)
 
 
 def publish_in_run(run_id: int, version_id: int, *, embedder: Embedder, secondary: Embedder | None) -> None:
-    """Publish a reviewed version (knowledge.publishing) as a run's one article; a version that is no longer
-    in review is the run's error, not a retry."""
+    """Publish a reviewed version (knowledge.publishing) as a run's one article; a version no longer in
+    review, or a collection bound to another model, is the run's error, not a retry."""
     from knowledge.publishing import publish
 
     run = SyncRun.objects.get(pk=run_id)
@@ -281,7 +281,7 @@ def publish_in_run(run_id: int, version_id: int, *, embedder: Embedder, secondar
     calls_before = embedder.calls
     try:
         written = publish(version, embedder=embedder, secondary=secondary)
-    except WorkflowError as exc:
+    except KnowledgeError as exc:
         error = {"path": str(version), "line": None, "field": None, "message": str(exc)}
         SyncRun.objects.filter(pk=run_id).update(
             status=SyncStatus.FINISHED, failed=1, articles_done=1, errors=[error], finished_at=timezone.now()

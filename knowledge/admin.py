@@ -241,8 +241,7 @@ def run_progress(run: SyncRun) -> dict[str, Any]:
         "status": run.get_status_display(),
         "ended": run.ended,
         "articles": f"{run.articles_done} of {run.articles}",
-        "documents": f"{run.new} new, {run.changed} changed, {run.unchanged} unchanged, {run.failed} failed, "
-        f"{run.retired} retired",
+        "documents": run.document_counts,
         "chunks": str(run.chunks),
         "embedding_calls": str(run.embedding_calls),
         "problems": [*run.warnings, *map(error_text, run.errors)],

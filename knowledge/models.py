@@ -344,6 +344,13 @@ class SyncRun(models.Model):
     def ended(self) -> bool:
         return self.status in (SyncStatus.FINISHED, SyncStatus.FAILED)
 
+    @property
+    def document_counts(self) -> str:
+        return (
+            f"{self.new} new, {self.changed} changed, {self.unchanged} unchanged, {self.failed} failed, "
+            f"{self.retired} retired"
+        )
+
 
 class SyncArticle(models.Model):
     """One article's versions to write in a sync run: the unit of work of one background task."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Callable
 from dataclasses import asdict
 from datetime import date
 from pathlib import Path
@@ -36,6 +35,7 @@ from knowledge.ingest import (
     write_documents,
 )
 from knowledge.models import ArticleVersion, Collection, Source, SourceKind, SyncArticle, SyncRun, SyncStatus
+from knowledge.publishing import publish
 from knowledge.sources import ZIP_MAX_MEMBERS, SourceDocument, SourceRead, read_markdown_tree, read_markdown_zip
 
 
@@ -175,7 +175,7 @@ def fail_run(run: SyncRun, message: str) -> None:
     message is its one error."""
     SyncRun.objects.filter(pk=run.pk).update(
         status=SyncStatus.FAILED,
-        errors=[{"path": run.description, "line": None, "field": None, "message": message}],
+        errors=[error_json(IngestFileError(run.description, message))],
         failed=1,
         finished_at=timezone.now(),
     )
@@ -233,7 +233,7 @@ def fail_article(work_id: int, message: str) -> bool:
         if work.done_at is None:
             work.done_at, work.error = timezone.now(), message
             work.save(update_fields=["done_at", "error"])
-            errors = [{"path": d["path"], "line": None, "field": None, "message": message} for d in work.documents]
+            errors = [error_json(IngestFileError(d["path"], message)) for d in work.documents]
             run.errors = [*run.errors, *errors]
             run.failed += len(errors)
             run.articles_done += 1
@@ -253,7 +253,7 @@ def finish_run(run_id: int, *, secondary: Embedder | None) -> None:
         run.save(update_fields=["retired", "status", "finished_at"])
 
 
-def run_here(run: SyncRun, *, progress: Callable[[SyncRun], None] | None = None) -> None:
+def run_here(run: SyncRun) -> None:
     """Do a planned run's work in this process, as a worker would."""
     embedder, secondary = default_embedder(), secondary_embedder()
     for work_id in SyncArticle.objects.filter(run=run, done_at__isnull=True).values_list("pk", flat=True):
@@ -261,18 +261,12 @@ def run_here(run: SyncRun, *, progress: Callable[[SyncRun], None] | None = None)
             sync_article(work_id, embedder=embedder, secondary=secondary)
         except KnowledgeError as exc:
             fail_article(work_id, str(exc))
-        if progress is not None:
-            run.refresh_from_db()
-            progress(run)
     finish_run(run.pk, secondary=secondary)
-    run.refresh_from_db()
 
 
 def publish_in_run(run_id: int, version_id: int, *, embedder: Embedder, secondary: Embedder | None) -> None:
     """Publish a reviewed version (knowledge.publishing) as a run's one article; a version no longer in
     review, or a collection bound to another model, is the run's error, not a retry."""
-    from knowledge.publishing import publish
-
     run = SyncRun.objects.get(pk=run_id)
     if run.ended:
         return
@@ -282,9 +276,12 @@ def publish_in_run(run_id: int, version_id: int, *, embedder: Embedder, secondar
     try:
         written = publish(version, embedder=embedder, secondary=secondary)
     except KnowledgeError as exc:
-        error = {"path": str(version), "line": None, "field": None, "message": str(exc)}
         SyncRun.objects.filter(pk=run_id).update(
-            status=SyncStatus.FINISHED, failed=1, articles_done=1, errors=[error], finished_at=timezone.now()
+            status=SyncStatus.FINISHED,
+            failed=1,
+            articles_done=1,
+            errors=[error_json(IngestFileError(str(version), str(exc)))],
+            finished_at=timezone.now(),
         )
         return
     SyncRun.objects.filter(pk=run_id).update(

@@ -186,8 +186,7 @@ class Command(BaseCommand):
         for warning in run.warnings:
             self.stderr.write(self.style.WARNING(f"warning: {warning}"))
         self.stdout.write(
-            f"{run.collection.name}: documents: {run.new} new, {run.changed} changed, {run.unchanged} unchanged, "
-            f"{run.failed} failed, {run.retired} retired · chunks written: {run.chunks} · "
+            f"{run.collection.name}: documents: {run.document_counts} · chunks written: {run.chunks} · "
             f"embedding calls: {run.embedding_calls}"
         )
         if run.status == SyncStatus.FAILED:

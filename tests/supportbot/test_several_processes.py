@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 from asgiref.sync import async_to_sync
 from django.contrib.auth import get_user_model
@@ -38,9 +38,9 @@ def processes(small_helpcentre, tmp_path: Path) -> Iterator[Processes]:
         running.stop_all()
 
 
-async def signed_in_staff(processes: Processes, server: str) -> httpx.AsyncClient:
+async def signed_in_staff(processes: Processes, server: str) -> httpx2.AsyncClient:
     """Sam signed in through the server's login page, as a browser would: the session in the jar."""
-    client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{processes.ports[server]}", timeout=60)
+    client = httpx2.AsyncClient(base_url=f"http://127.0.0.1:{processes.ports[server]}", timeout=60)
     login = await client.get("/staff/login/")
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login.text)
     assert token, login.text
@@ -112,12 +112,12 @@ def test_customer_on_one_server_staff_on_another_and_the_worker_between(
     key = issue_token(token)
     token.save()
     headers = {"Authorization": f"Bearer {key}"}
-    posted = httpx.post(f"http://127.0.0.1:{processes.ports['a']}/api/v1/articles", json=ARTICLE, headers=headers)
+    posted = httpx2.post(f"http://127.0.0.1:{processes.ports['a']}/api/v1/articles", json=ARTICLE, headers=headers)
     # Planned in the request (so a bad field is refused at once), written by the worker.
     assert posted.status_code == 202 and posted.json()["status"] in {"indexing", "finished"}, posted.text
     run_url = f"http://127.0.0.1:{processes.ports['b']}{posted.json()['url']}"
     deadline = time.monotonic() + 120
-    while (run := httpx.get(run_url, headers=headers).json())["status"] != "finished":
+    while (run := httpx2.get(run_url, headers=headers).json())["status"] != "finished":
         assert time.monotonic() < deadline, processes.log("worker")
         time.sleep(0.5)
     assert (run["articles_done"], run["documents"]["new"], run["errors"]) == (1, 1, [])

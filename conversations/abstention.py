@@ -94,7 +94,9 @@ def signals_of(question: str, hits: Sequence[HitSignals], sentence_top: float | 
 
 @dataclass(frozen=True)
 class AnswerModel:
-    """Logistic regression on standardised signals; answer when the probability is at least `cut`."""
+    """Logistic regression on standardised signals, and two cuts on its probability: answer at `cut` or
+    above (chosen for precision: few unanswerable questions reach it), suggest the section at
+    `suggest_cut` or above (chosen for relevance: most answerable questions reach it), else "I don't know"."""
 
     features: tuple[str, ...]
     mean: tuple[float, ...]
@@ -103,6 +105,12 @@ class AnswerModel:
     bias: float
     cut: float
     fitted_on: str = ""
+    # A model stored before suggestions existed has none: its suggest cut is its answer cut.
+    suggest_cut: float | None = None
+
+    @property
+    def suggests_from(self) -> float:
+        return self.cut if self.suggest_cut is None else self.suggest_cut
 
     def probability(self, signals: Mapping[str, float]) -> float:
         z = self.bias + sum(
@@ -113,6 +121,10 @@ class AnswerModel:
 
     def answers(self, signals: Mapping[str, float]) -> bool:
         return self.probability(signals) >= self.cut
+
+    def kind(self, probability: float) -> str:
+        """ "answer", "suggest" or "abstain" for a probability."""
+        return "answer" if probability >= self.cut else "suggest" if probability >= self.suggests_from else "abstain"
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -128,6 +140,7 @@ class AnswerModel:
                 float(data["bias"]),
                 float(data["cut"]),
                 str(data.get("fitted_on", "")),
+                None if data.get("suggest_cut") is None else float(data["suggest_cut"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise AbstentionModelError(f"not an abstention model: {exc}") from None
@@ -136,6 +149,11 @@ class AnswerModel:
             raise AbstentionModelError(f"an abstention model needs one mean, scale and weight per signal of {SIGNALS}")
         if not 0.0 <= model.cut <= 1.0:
             raise AbstentionModelError(f"the cut must be a probability, got {model.cut}")
+        if not 0.0 <= model.suggests_from <= model.cut:
+            raise AbstentionModelError(
+                f"the suggest cut must be a probability no higher than the answer cut {model.cut}, "
+                f"got {model.suggest_cut}"
+            )
         return model
 
 

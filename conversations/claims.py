@@ -9,6 +9,9 @@ from knowledge.chunking import split_sentences
 
 _CITATION = re.compile(r"\s*\[(\d{1,3})\]")
 _LEADING_CITATIONS = re.compile(r"^(\s*\[\d{1,3}\])+")
+# A blank line, or a line that starts a list item ("- …", "2. …"), starts a claim of its own.
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
+_LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 # Amounts, percentages, plain and spelled-out numbers, dates: what a wrong claim most often gets wrong.
 _NUMBER = re.compile(r"(?<![\w.])[$£€]?\d+(?:[.,]\d+)*%?")
 _NUMBER_WORDS = {
@@ -144,8 +147,9 @@ class ClaimText:
 def split_claims(reply: str) -> list[ClaimText]:
     """One claim per sentence; a citation after the full stop ("… days. [2]") belongs to the sentence before."""
     claims: list[ClaimText] = []
-    for paragraph in re.split(r"\n\s*\n|\n(?=\s*[-*•]\s)", reply):
-        for sentence in split_sentences(" ".join(paragraph.split())):
+    for paragraph in _PARAGRAPH_BREAK.split(reply):
+        # A list mark is layout, not a claim: "1." alone would read as a number stated without a source.
+        for sentence in split_sentences(" ".join(_LIST_MARK.sub("", paragraph).split())):
             # The splitter starts a sentence at "[": markers that open one close the one before.
             leading = _LEADING_CITATIONS.match(sentence)
             if leading and claims:

@@ -18,7 +18,7 @@ import numpy as np
 from conversations.claims import ClaimText, is_negated, missing_numbers, normalise, split_claims
 from conversations.context import Context
 from conversations.providers import ProviderUnavailable
-from conversations.reader import passage_sentences, with_heading
+from conversations.reader import passage_sentences, quotable_forms
 from knowledge.embeddings import Embedder
 from knowledge.injection import looks_like_instruction
 from knowledge.rerank import CrossEncoder
@@ -108,7 +108,7 @@ class Grounder:
             return verdict(False, Tier.CITATION, f"the cited passage does not state {', '.join(sorted(missing))}")
         quoted = normalise(claim.text)
         if quoted in normalise(evidence) or any(
-            quoted in normalise(with_heading(s, p.heading_path)) for p in cited for s in passage_sentences(p.text)
+            quoted in normalise(form) for p in cited for form in quotable_forms(p.text, p.heading_path)
         ):
             return verdict(True, Tier.EXACT, "quoted from the cited passage")
 

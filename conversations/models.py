@@ -117,7 +117,11 @@ class Message(models.Model):
 
 
 class Decision(models.TextChoices):
+    """Which kind of reply a turn shipped: a direct answer; a suggestion (the section that looks like what
+    was asked, quoted, with "Did this answer your question?"); "I don't know"; or a hand-off to a person."""
+
     ANSWERED = "answered", "Answered"
+    SUGGESTED = "suggested", "Suggested a section"
     ABSTAINED = "abstained", "Abstained"
     REFERRED = "referred", "Referred to a person"
 
@@ -146,6 +150,12 @@ class Turn(models.Model):
     )
     reading = models.JSONField(
         default=list, blank=True, help_text="The statements the reader weighed: scores, and which it said."
+    )
+    units = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="The whole units the reply quoted (kind, passage, text) and, for a suggestion, each section's "
+        "title and link.",
     )
     latency_ms = models.JSONField(default=dict)
     notes = models.JSONField(default=list, help_text="What went wrong on the way (provider failures, fallbacks).")
@@ -196,6 +206,7 @@ class HandoffReason(models.TextChoices):
     POLICY = "policy", "Policy"
     PROVIDER_FAILURE = "provider_failure", "Provider failure"
     STAFF_TOOK_OVER = "staff_took_over", "Staff took over"
+    SUGGESTION_DECLINED = "suggestion_declined", "Suggestion did not answer"
 
 
 class Referral(models.Model):

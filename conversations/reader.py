@@ -45,10 +45,11 @@ class ScoredSentence:
     # Read right after the statement before it: an answer that only makes sense as the reply to its
     # predecessor ("If it has shipped, you cannot cancel it." "Refuse the delivery.") scores here.
     after_previous: float | None = None
+    step: bool = False
 
     @property
     def statement(self) -> Statement:
-        return Statement(self.text, self.kind, self.position, self.block)
+        return Statement(self.text, self.kind, self.position, self.block, self.step)
 
     @property
     def best_reading(self) -> float:
@@ -107,6 +108,7 @@ def score_sentences(
                 p.heading_path,
                 # Read after an instruction it would carry that instruction along: alone only.
                 r.after_previous if r.statement.position - 1 in quoted else None,
+                r.statement.step,
             )
             for r in passage_readings
             if r.statement.position in quoted
@@ -227,27 +229,165 @@ def _choose(scored: list[ScoredSentence], embed: Embed | None, settings: ReaderS
     return head + rest
 
 
+def heading_label(heading_path: str) -> str:
+    """The last heading of a path: the title of the section a statement stands under."""
+    return heading_path.split(HEADING_SEPARATOR)[-1].strip()
+
+
 def with_heading(statement: str, heading_path: str) -> str:
     """A statement phrased with its heading when the heading names what it is about and it does not
     ("Card declined by issuing bank." under "› E-4012" says "E-4012: Card declined by issuing bank.")."""
-    label = heading_path.split(HEADING_SEPARATOR)[-1].strip()
+    label = heading_label(heading_path)
     named = _IDENTIFIER.search(label)
     if named is None or named.group(0).lower() in statement.lower() or len(label) > 40:
         return statement
     return f"{label}: {statement}"
 
 
-def as_reply(chosen: Sequence[ScoredSentence]) -> str:
-    """The chosen statements, every sentence followed by its citation (a list item or a table row may hold
-    two, and each is a claim of its own). Empty when nothing was chosen."""
-    named: set[int] = set()
-    sentences: list[str] = []
+def led_in(lead: str, statement: str, kind: str = "item") -> str:
+    """A list item or table row said with the lead-in that gives it its meaning ("What is not covered:
+    Light bulbs, batteries, and other consumable parts."). A row already names its columns with colons,
+    so its table's lead-in is set off by a dash."""
+    if not lead:
+        return statement
+    return f"{lead.rstrip(':').rstrip()}{' —' if kind == 'row' else ':'} {statement}"
+
+
+# A procedure longer than this is quoted up to SHOWN_STEPS steps, and the rest left to the article.
+MAX_STEPS = 8
+SHOWN_STEPS = 6
+
+
+@dataclass(frozen=True)
+class QuotedUnit:
+    """One whole unit of a passage as the reply says it: a sentence with what completes it, a procedure
+    (its lead-in and its steps), a list's items with their lead-in, or a table row with its table's lead-in.
+    `lead` is said before the statements: the sentence that announces them, or the section's heading."""
+
+    passage: int
+    kind: str  # "sentence", "procedure", "list" or "row"
+    statements: tuple[ScoredSentence, ...]
+    lead: str = ""
+    cut_short: bool = False  # a long procedure: its first steps, the rest in the article
+
+    @property
+    def text(self) -> str:
+        """The unit as plain text, without citations (what `evaluate answers --report` shows)."""
+        return as_reply([self]).replace(f" [{self.passage}]", "")
+
+
+def _lead_in(scored: Sequence[ScoredSentence], first: ScoredSentence) -> tuple[str, ScoredSentence | None]:
+    """What gives a list or table its meaning: the statement right before it when it announces it
+    ("To turn it on:"), otherwise the heading of its section ("What is not covered")."""
+    before = _neighbour(scored, first, -1)
+    if before is not None and before.kind == "sentence" and before.statement.introduces:
+        return before.text, before
+    return heading_label(first.heading), None
+
+
+def _block_of(scored: Sequence[ScoredSentence], of: ScoredSentence) -> list[ScoredSentence]:
+    return sorted(
+        (s for s in scored if s.passage == of.passage and s.block == of.block and s.kind == of.kind),
+        key=lambda s: s.position,
+    )
+
+
+def _structured(
+    scored: Sequence[ScoredSentence], block: list[ScoredSentence], picked: Sequence[ScoredSentence], whole: bool
+) -> tuple[QuotedUnit, list[ScoredSentence]]:
+    """A list or table block as one unit: a procedure whole (up to MAX_STEPS), a list's picked items or,
+    when the lead-in itself was picked, all of them; each with its lead-in. Returns what it covers."""
+    lead, lead_statement = _lead_in(scored, block[0])
+    kind = "row" if block[0].kind == "row" else "procedure" if any(s.step for s in block) else "list"
+    if kind == "procedure" or whole:
+        said = block if len(block) <= MAX_STEPS else block[:SHOWN_STEPS]
+    else:
+        said = [s for s in block if any(s is p for p in picked)]
+    unit = QuotedUnit(
+        block[0].passage, kind, tuple(said), lead, cut_short=kind == "procedure" and len(said) < len(block)
+    )
+    return unit, [*block, *([lead_statement] if lead_statement is not None else [])]
+
+
+def quoted_units(scored: Sequence[ScoredSentence], chosen: Sequence[ScoredSentence]) -> list[QuotedUnit]:
+    """The chosen statements grown into the whole units they belong to, in the order they are said: a list
+    item is never said without its lead-in, a step without its procedure, nor a statement that leans on a
+    list ("Repeat to create multiple scenarios.") without the list it follows."""
+    units: list[QuotedUnit] = []
+    covered: list[ScoredSentence] = []
     for s in chosen:
-        # The code is said once, with the first statement of its section.
-        text = s.text if s.passage in named else with_heading(s.text, s.heading)
-        named.add(s.passage)
-        sentences.extend(f"{sentence.rstrip()} [{s.passage}]" for sentence in split_sentences(text))
-    return " ".join(sentences)
+        if any(s is c for c in covered):
+            continue
+        after = _neighbour(scored, s, 1)
+        if s.kind in ("item", "row"):
+            picked = [c for c in chosen if c.block == s.block and c.passage == s.passage]
+            unit, done = _structured(scored, _block_of(scored, s), picked, False)
+        elif s.statement.introduces and after is not None and after.kind in ("item", "row"):
+            unit, done = _structured(scored, _block_of(scored, after), [], True)
+        elif (
+            s.statement.leans_on_previous
+            and (before := _neighbour(scored, s, -1)) is not None
+            and before.kind == "item"
+            and not any(before is c for c in covered)
+        ):
+            unit, done = _structured(scored, _block_of(scored, before), [], True)
+            units.append(unit)
+            covered.extend(done)
+            unit, done = QuotedUnit(s.passage, "sentence", (s,)), [s]
+        else:
+            unit, done = QuotedUnit(s.passage, "sentence", (s,)), [s]
+        units.append(unit)
+        covered.extend(done)
+    return units
+
+
+def _cited(text: str, passage: int) -> str:
+    return " ".join(f"{sentence.rstrip()} [{passage}]" for sentence in split_sentences(text))
+
+
+def as_reply(units: Sequence[QuotedUnit]) -> str:
+    """The units as a reply, every sentence followed by its citation (a list item or a table row may hold
+    two, and each is a claim of its own). A unit of several items is said as a list under its lead-in, one
+    item a line; a single item or row is said in one sentence with its lead-in. Empty when nothing was
+    chosen."""
+    named: set[int] = set()
+    parts: list[str] = []
+    for unit in units:
+        n = unit.passage
+        first = unit.statements[0]
+        if unit.kind == "sentence":
+            # The code is said once, with the first statement of its section.
+            text = first.text if n in named else with_heading(first.text, first.heading)
+            parts.append(_cited(text, n))
+        elif len(unit.statements) == 1 and not unit.cut_short:
+            parts.append(_cited(led_in(unit.lead, first.text, first.kind), n))
+        else:
+            lines = [f"{unit.lead.rstrip(':').rstrip()}: [{n}]"] if unit.lead else []
+            for i, s in enumerate(unit.statements, start=1):
+                lines.append(f"{i}. {_cited(s.text, n)}" if unit.kind == "procedure" else f"- {_cited(s.text, n)}")
+            if unit.cut_short:
+                lines.append(f"(the remaining steps are in [{n}])")
+            parts.append("\n".join(lines))
+        named.add(n)
+    return "\n".join(parts) if any("\n" in p for p in parts) else " ".join(parts)
+
+
+def quotable_forms(text: str, heading_path: str) -> list[str]:
+    """Every way the reader may say a passage's statements: alone, with its code heading, and a list item or
+    table row after its lead-in (the announcing sentence, or the heading). Grounding's exact tier accepts
+    these, and only these, as quotes of the passage."""
+    statements = passage_statements(text)
+    label = heading_label(heading_path)
+    forms = [f"{label}:"]
+    for i, s in enumerate(statements):
+        forms += [s.text, with_heading(s.text, heading_path)]
+        if s.kind in ("item", "row"):
+            first = next(t for t in statements[: i + 1] if t.block == s.block)
+            before = statements[first.position - 1] if first.position else None
+            leads = [label, *([before.text] if before is not None and before.introduces else [])]
+            forms += [led_in(lead, s.text, s.kind) for lead in leads]
+            forms += [f"{lead.rstrip(':').rstrip()}:" for lead in leads]
+    return forms
 
 
 def reading_record(

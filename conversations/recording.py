@@ -54,12 +54,14 @@ class TurnResult:
     latency_ms: dict[str, float]
     evidence_score: float | None
     generator: str
+    units: list[dict[str, Any]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
             "turn": self.turn_id,
             "reply": self.reply,
             "decision": self.decision,
+            "units": self.units,
             "citations": [c.as_json() for c in self.citations],
             "claims": [
                 {"text": c.text, "verdict": "supported" if c.supported else "unsupported", "tier": c.tier.value}
@@ -96,6 +98,7 @@ class TurnOutcome:
     evidence_score: float | None = None
     signals: dict[str, float] = field(default_factory=dict)
     reading: list[dict[str, object]] = field(default_factory=list)
+    units: list[dict[str, object]] = field(default_factory=list)
     generator: str = ""
     draft: str = ""
     verdicts: list[ClaimVerdict] = field(default_factory=list)
@@ -108,7 +111,7 @@ class TurnOutcome:
 
 
 def _citations(outcome: TurnOutcome) -> list[Citation]:
-    if outcome.decision != Decision.ANSWERED or outcome.context is None:
+    if outcome.decision not in (Decision.ANSWERED, Decision.SUGGESTED) or outcome.context is None:
         return []
     numbers = sorted({n for v in outcome.verdicts for n in v.citations})
     found = [(n, outcome.context.passage(n)) for n in numbers]
@@ -145,6 +148,7 @@ def record_turn(conversation: Conversation, message: Message, outcome: TurnOutco
         evidence_score=outcome.evidence_score,
         signals=outcome.signals,
         reading=outcome.reading,
+        units=outcome.units if outcome.decision in (Decision.ANSWERED, Decision.SUGGESTED) else [],
         latency_ms={name: round(ms, 1) for name, ms in watch.laps_ms.items()},
         notes=outcome.notes,
     )
@@ -180,4 +184,5 @@ def record_turn(conversation: Conversation, message: Message, outcome: TurnOutco
         dict(watch.laps_ms),
         outcome.evidence_score,
         outcome.generator,
+        turn.units,
     )

@@ -35,17 +35,21 @@ from conversations.models import (
 from conversations.pii import searchable, without_placeholders
 from conversations.providers import ProviderUnavailable, answered_by
 from conversations.reader import (
+    QuotedUnit,
     ScoredSentence,
     as_reply,
     best_reading,
     choose_statements,
+    quoted_units,
     reading_record,
     score_sentences,
 )
 from conversations.recording import TurnOutcome, TurnResult, record_turn
 from conversations.rewrite import question_focus, rewrite_by_rule, rewrite_query
 from conversations.services import PROBABILITY, TurnServices, answer_model, default_services
+from conversations.suggestion import SuggestedSection, suggested_sections, suggestion_draft, suggestion_reply
 from knowledge.fuzzy import corrected, find_typos
+from knowledge.help import help_url
 from knowledge.injection import without_outside_links
 from knowledge.models import Collection
 from knowledge.rerank import rerank_passage
@@ -109,7 +113,9 @@ def _generate(
     outcome.generator = answered_by(None)
     chosen = choose_statements(scored, embed=services.embedder.encode)
     outcome.reading = reading_record(scored, chosen)
-    draft = as_reply(chosen)
+    units = quoted_units(scored, chosen)
+    outcome.units = [unit_record(u, context) for u in units]
+    draft = as_reply(units)
     if draft and on_delta is not None:
         on_delta(draft)
     return draft
@@ -239,21 +245,30 @@ def _run(
     model = answer_model(conversation.collection)
     probability = model.probability(found.signals) if scored else 0.0
     outcome.signals = {**found.signals, PROBABILITY: round(probability, 4)}
+    kind = "answer" if _answered_by_record(context, scored) else model.kind(probability)
     if found.unknown_codes:
-        unanswered = f"the articles do not name {', '.join(sorted(found.unknown_codes))}"
-    elif probability < model.cut and not _answered_by_record(context, scored):
-        unanswered = f"probability the evidence answers {probability:.2f} is below the cut {model.cut:.2f}"
-    else:
-        unanswered = ""
-    if unanswered:
+        outcome.notes.append(f"the articles do not name {', '.join(sorted(found.unknown_codes))}")
+        kind = "abstain"
+    elif kind != "answer":
+        outcome.notes.append(f"probability the evidence answers {probability:.2f} is below the cut {model.cut:.2f}")
+    if kind == "abstain":
         outcome.reading = reading_record(scored, [])
-        outcome.notes.append(unanswered)
         return outcome
+    sections: list[SuggestedSection] = []
     with watch.lap("generate"):
-        # Whatever a generator wrote, no image, HTML or link out of the help centre is shipped.
-        outcome.draft = without_outside_links(
-            _generate(outcome.query, context, scored, services, outcome, on_delta, on_reset)
-        )
+        if kind == "suggest":
+            # A suggestion quotes the articles, so no model is asked, whatever the configuration.
+            sections = suggested_sections(scored, context)
+            outcome.generator = answered_by(None)
+            quoted = [s for section in sections for unit in section.units for s in unit.statements]
+            outcome.reading = reading_record(scored, quoted)
+            outcome.units = [section.as_record() for section in sections]
+            outcome.draft = suggestion_draft(sections)
+        else:
+            # Whatever a generator wrote, no image, HTML or link out of the help centre is shipped.
+            outcome.draft = without_outside_links(
+                _generate(outcome.query, context, scored, services, outcome, on_delta, on_reset)
+            )
     if not outcome.draft.strip() or not split_claims(outcome.draft):
         return outcome
     with watch.lap("ground"):
@@ -268,9 +283,26 @@ def _run(
     elif all(v.tier == "not_a_claim" for v in outcome.verdicts):
         # Nothing checkable was said: an answer without substance is an abstention.
         outcome.notes.append("the draft stated nothing checkable")
+    elif kind == "suggest":
+        outcome.decision, outcome.reply = Decision.SUGGESTED, suggestion_reply(sections)
     else:
         outcome.decision, outcome.reply = Decision.ANSWERED, outcome.draft
     return outcome
+
+
+def unit_record(unit: QuotedUnit, context: Context) -> dict[str, object]:
+    """A quoted unit as the turn stores it: its kind and text, and the section it comes from."""
+    passage = context.passage(unit.passage)
+    if passage is None:
+        return {"passage": unit.passage, "kind": unit.kind, "text": as_reply([unit])}
+    return {
+        "passage": unit.passage,
+        "kind": unit.kind,
+        "text": as_reply([unit]),
+        "title": passage.heading_path,
+        "heading_path": passage.heading_path,
+        "url": help_url(passage.article, passage.heading_path) if passage.source == "article" else "",
+    }
 
 
 def _answered_by_record(context: Context, scored: list[ScoredSentence]) -> bool:

@@ -23,6 +23,7 @@ TokenCounter = Callable[[str], int]
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s+")
+_EMPHASIS_END = re.compile(r"[*_`]+$")
 # A sentence ends at . ! ? (optionally followed by a closing quote or bracket) before whitespace and
 # a capital, digit or opening mark. Common abbreviations are protected below.
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[A-Z0-9\"'(\[“‘*_`])")
@@ -112,8 +113,14 @@ def _block_units(lines: list[str], kind: str, count_tokens: TokenCounter) -> lis
         for i, item in enumerate(items):
             units.append(Unit(item, "item", "\n\n" if i == 0 else "\n", count_tokens(item)))
         return units
-    for i, sentence in enumerate(split_sentences(" ".join(line.strip() for line in lines))):
+    # Plain lines under a line that ends in ":" are the steps it announces ("To add more test cases:"):
+    # they keep their line breaks, or the reader could not tell the steps from a paragraph.
+    lead = next((i for i, line in enumerate(lines[:-1]) if _EMPHASIS_END.sub("", line.rstrip()).endswith(":")), None)
+    prose = lines if lead is None else lines[: lead + 1]
+    for i, sentence in enumerate(split_sentences(" ".join(line.strip() for line in prose))):
         units.append(Unit(sentence, "sentence", "\n\n" if i == 0 else " ", count_tokens(sentence)))
+    for line in [] if lead is None else lines[lead + 1 :]:
+        units.append(Unit(line.strip(), "item", "\n", count_tokens(line)))
     return units
 
 

@@ -1,5 +1,10 @@
-"""A passage as statements: the unit the cross-encoder reads and the reader quotes (a sentence, a whole
-list item, a table row named by its header)."""
+"""A passage as statements: what the cross-encoder reads and the reader quotes (a sentence, a whole list
+item, a table row named by its header), with the structure that groups them into units: which block (one
+paragraph, list or table) each belongs to, and whether an item is a step of a procedure.
+
+The structure comes from the text as ingestion keeps it: Markdown lists and tables (the web and Zendesk
+importers turn HTML lists and tables into the same syntax) and line breaks. Plain lines that follow a line
+ending in ":" ("To add more test cases:") are the steps it announces."""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from knowledge.chunking import split_sentences
 _TABLE_RULE = re.compile(r"^\|?\s*:?-{3,}")
 _EMPHASIS = re.compile(r"\*\*|__|`")
 _LIST_MARK = re.compile(r"^(?:[-*•]|\d+[.)])\s+")
+_NUMBERED = re.compile(r"^\d+[.)]\s+")
 # A statement that opens like these continues the one before it: alone it says nothing.
 _LEANS_ON_PREVIOUS = re.compile(
     r"^(this|that|these|those|it|its|they|them|their|then|repeat|also|otherwise|however|but|and|or|so|still|"
@@ -28,6 +34,8 @@ class Statement:
     kind: str  # "sentence", "item" or "row"
     position: int
     block: int
+    # A step of a procedure: a numbered item, or a plain line under a line that ends in ":".
+    step: bool = False
 
     @property
     def leans_on_previous(self) -> bool:
@@ -55,21 +63,28 @@ def passage_statements(text: str) -> list[Statement]:
     lines = [line.strip() for line in text.splitlines()]
     header: list[str] = []
     block, previous_kind = 0, ""
+    # Plain lines right under a line that ends in ":" are steps, until a blank line.
+    under_lead = False
 
-    def add(piece: str, kind: str) -> None:
-        if len(piece.split()) >= 3:
-            statements.append(Statement(piece, kind, len(statements), block))
+    def add(piece: str, kind: str, step: bool = False) -> None:
+        # A step may be short ("Click Save."); anything else under three words says nothing quotable.
+        if len(piece.split()) >= (2 if step else 3):
+            statements.append(Statement(piece, kind, len(statements), block, step))
 
     for index, line in enumerate(lines):
         if not line:
-            block, previous_kind = block + 1, ""
+            block, previous_kind, under_lead = block + 1, "", False
             continue
         if _TABLE_RULE.match(line):
             continue
         kind = "row" if line.startswith("|") else "item" if _LIST_MARK.match(line) else "sentence"
+        line_step = kind == "sentence" and under_lead
+        if line_step:
+            kind = "item"
         if kind != previous_kind and previous_kind:
             block += 1
         previous_kind = kind
+        under_lead = line_step or (kind == "sentence" and _EMPHASIS.sub("", line).rstrip().endswith(":"))
         if kind == "row":
             if index + 1 < len(lines) and _TABLE_RULE.match(lines[index + 1]):
                 header = _cells(line)
@@ -78,7 +93,8 @@ def passage_statements(text: str) -> list[Statement]:
             named = [f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=False)] if header else cells
             add(_as_sentence("; ".join(c for c in named if c)), kind)
         elif kind == "item":
-            add(_as_sentence(_LIST_MARK.sub("", _EMPHASIS.sub("", line)).strip()), kind)
+            step = line_step or bool(_NUMBERED.match(line))
+            add(_as_sentence(_LIST_MARK.sub("", _EMPHASIS.sub("", line)).strip()), kind, step)
         else:
             for sentence in split_sentences(_EMPHASIS.sub("", line).strip()):
                 add(_as_sentence(sentence), kind)

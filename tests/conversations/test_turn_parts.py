@@ -15,6 +15,8 @@ from conversations.reader import (
     as_reply,
     choose_statements,
     passage_sentences,
+    quotable_forms,
+    quoted_units,
     score_sentences,
     with_heading,
 )
@@ -117,7 +119,7 @@ def test_the_reader_says_one_fact_once_whichever_articles_repeat_it(embedder):
         (3, "Card refunds show on your statement 5 to 10 business days after the cancellation.", 6.5),
         (4, "Our shop opens at nine in the morning.", -3.0),
     )
-    reply = as_reply(choose_statements(scored, embed=embedder.encode))
+    reply = as_reply(quoted_units(scored, choose_statements(scored, embed=embedder.encode)))
     assert reply.count("5 to 10 business days") == 1, reply
     assert reply.startswith("For cards, the refund shows on your card statement") and "nine" not in reply
 
@@ -225,7 +227,63 @@ def test_a_statement_under_a_code_heading_is_said_with_its_code():
     )
     assert with_heading("Scan it in.", "Refunds › How a refund is approved") == "Scan it in."
     said = ScoredSentence(1, "Card declined by issuing bank.", 5.0, heading="Payment errors › E-4012")
-    assert as_reply([said]) == "E-4012: Card declined by issuing bank. [1]"
+    assert as_reply(quoted_units([said], [said])) == "E-4012: Card declined by issuing bank. [1]"
+
+
+def read_as(text: str, heading: str, scores: dict[str, float]) -> list[ScoredSentence]:
+    """A passage's statements as score_sentences gives them, with the scores given (others score -5)."""
+    return [
+        ScoredSentence(1, st.text, scores.get(st.text, -5.0), st.position, st.block, st.kind, heading, None, st.step)
+        for st in passage_statements(text)
+    ]
+
+
+def test_a_list_item_is_never_said_without_its_lead_in(embedder):
+    heading = "Warranty › What is not covered"
+    text = "- Light bulbs, batteries, and other consumable parts.\n- Normal wear, such as fading from sunlight."
+    scored = read_as(text, heading, {"Light bulbs, batteries, and other consumable parts.": 6.0})
+    reply = as_reply(quoted_units(scored, choose_statements(scored, embed=embedder.encode)))
+    assert reply == "What is not covered: Light bulbs, batteries, and other consumable parts. [1]"
+    # Said with its lead-in, the item is still a quote of the passage for grounding's exact tier.
+    assert reply.removesuffix(" [1]") in quotable_forms(text, heading)
+    announced = "To be eligible:\n\n- The item is unused.\n- It is in its original box."
+    scored = read_as(announced, "Returns › Eligibility", {"It is in its original box.": 5.0})
+    said = as_reply(quoted_units(scored, choose_statements(scored, embed=embedder.encode)))
+    assert said == "To be eligible: It is in its original box. [1]"
+
+
+def test_a_procedure_is_quoted_whole_with_what_leans_on_it(embedder):
+    text = (
+        "Each scenario is a test case.\nTo add more test cases:\nSelect Add scenario.\nEnter the inputs."
+        "\nSelect Save.\n\nRepeat to create multiple scenarios."
+    )
+    scored = read_as(text, "Evaluations › Test cases", {"Repeat to create multiple scenarios.": 4.0})
+    units = quoted_units(scored, choose_statements(scored, embed=embedder.encode))
+    assert [u.kind for u in units] == ["procedure", "sentence"]
+    assert as_reply(units) == (
+        "To add more test cases: [1]\n1. Select Add scenario. [1]\n2. Enter the inputs. [1]\n3. Select Save. [1]"
+        "\nRepeat to create multiple scenarios. [1]"
+    )
+    claims = split_claims(as_reply(units))
+    assert [c.text for c in claims][:2] == ["To add more test cases:", "Select Add scenario."]
+    assert all(c.citations == (1,) for c in claims)
+
+
+def test_a_long_procedure_gives_its_first_steps_and_points_to_the_rest(embedder):
+    steps = "\n".join(f"{i}. Do step number {i}." for i in range(1, 11))
+    scored = read_as(f"To reset the lamp:\n\n{steps}", "Lamps › Reset", {"Do step number 3.": 5.0})
+    reply = as_reply(quoted_units(scored, choose_statements(scored, embed=embedder.encode)))
+    assert reply.startswith("To reset the lamp: [1]\n1. Do step number 1. [1]")
+    assert "6. Do step number 6. [1]" in reply and "step number 7" not in reply
+    assert reply.endswith("(the remaining steps are in [1])")
+
+
+def test_a_table_row_is_said_with_its_header_and_its_tables_heading(embedder):
+    text = "| Lamp type | Maximum wattage |\n|---|---|\n| Floor lamps | 60 W |\n| Wall lights | 25 W |"
+    scored = read_as(text, "Product care › Maximum wattage", {"Lamp type: Wall lights; Maximum wattage: 25 W.": 6.0})
+    reply = as_reply(quoted_units(scored, choose_statements(scored, embed=embedder.encode)))
+    assert reply == "Maximum wattage — Lamp type: Wall lights; Maximum wattage: 25 W. [1]"
+    assert reply.removesuffix(" [1]") in quotable_forms(text, "Product care › Maximum wattage")
 
 
 def test_follow_ups_carry_the_previous_subject():

@@ -40,6 +40,9 @@ DEFAULT_MODEL = Path(__file__).resolve().parent / "abstention_default.json"
 LOWEST_LOGIT = -12.0
 FLOOR: dict[str, float] = {Stage.RERANK: LOWEST_LOGIT, Stage.DENSE: 0.0, Stage.DENSE_SECONDARY: 0.0}
 L2 = 1.0  # ridge penalty on the standardised weights
+# The cuts' targets on the labelled questions a decision is fitted on (tuned on the calibration sets).
+ANSWER_MAX_WRONG = 0.05  # share of unanswerable questions the answer cut may let through
+SUGGEST_REACH = 0.95  # share of answerable questions the suggest cut must reach
 
 
 def _stems(text: str) -> set[str]:
@@ -163,9 +166,9 @@ def fit(
     groups: Sequence[str] | None = None,
     fitted_on: str = "",
 ) -> AnswerModel:
-    """A logistic regression by Newton's method (L2-penalised), with the cut that answers the most
-    answerable while answering the fewest unanswerable questions (Youden's J). Both classes weigh the same,
-    and so does each group (the labelled set of one collection), however many questions each has."""
+    """A logistic regression by Newton's method (L2-penalised), with its two cuts (`with_cuts`). Both classes
+    weigh the same, and so does each group (the labelled set of one collection), however many questions
+    each has."""
     labels = np.array([answerable for _, answerable in rows], dtype=float)
     if labels.sum() == 0 or labels.sum() == len(labels):
         raise AbstentionModelError("fitting needs both answerable and unanswerable questions")
@@ -204,7 +207,24 @@ def fit(
 
 def _with_best_cut(model: AnswerModel, rows: Sequence[tuple[Mapping[str, float], bool]]) -> AnswerModel:
     scores = [(model.probability(signals), answerable) for signals, answerable in rows]
-    return replace(model, cut=best_row(tradeoff(scores)).threshold)
+    return with_cuts(model, tradeoff(scores))
+
+
+def with_cuts(
+    model: AnswerModel,
+    rows: list[Row],
+    *,
+    max_wrongly_answered: float = ANSWER_MAX_WRONG,
+    suggest_reach: float = SUGGEST_REACH,
+) -> AnswerModel:
+    """The two cuts from a trade-off table. The answer cut is chosen for precision: the most answerable
+    questions answered while at most `max_wrongly_answered` of the unanswerable ones are. The suggest cut
+    is chosen for relevance: the strictest that still reaches `suggest_reach` of the answerable questions
+    (a suggestion to an unanswerable question is allowed: it says it is not sure)."""
+    cut = most_answered_within(rows, max_wrongly_answered).threshold
+    reaching = [r for r in rows if r.answered >= suggest_reach]
+    suggest = max((r.threshold for r in reaching), default=min(r.threshold for r in rows))
+    return replace(model, cut=cut, suggest_cut=min(suggest, cut))
 
 
 @dataclass(frozen=True)
@@ -236,11 +256,6 @@ def roc_auc(scores: list[tuple[float, bool]]) -> float:
         return float("nan")
     wins = sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives)
     return wins / (len(positives) * len(negatives))
-
-
-def best_row(rows: list[Row]) -> Row:
-    """The threshold with the most answered minus wrongly answered (Youden's J); ties go to the stricter."""
-    return max(rows, key=lambda r: (round(r.answered - r.wrongly_answered, 9), r.threshold))
 
 
 def most_answered_within(rows: list[Row], max_wrongly_answered: float) -> Row:

@@ -16,9 +16,6 @@ from knowledge.help import help_url
 SUGGEST_LEAD = "This part of our help centre looks like what you're asking about:"
 SUGGEST_ASK = "Did this answer your question?"
 MAX_SECTIONS = 2
-# A second section is named only when its best statement scores this close (cross-encoder logits) to the
-# first's: a weak second guess would bury the first.
-SECOND_SECTION_MARGIN = 2.0
 
 
 @dataclass(frozen=True)
@@ -45,27 +42,36 @@ class SuggestedSection:
 
 
 def suggested_sections(
-    scored: Sequence[ScoredSentence], context: Context, *, max_sections: int = MAX_SECTIONS
+    scored: Sequence[ScoredSentence],
+    chosen: Sequence[ScoredSentence],
+    context: Context,
+    *,
+    max_sections: int = MAX_SECTIONS,
 ) -> list[SuggestedSection]:
-    """The retrieved sections to suggest, strongest first: each one's best statement grown into its whole
-    unit. Only help articles are suggested (a customer's own records are not sections of the help centre)."""
-    best_of_section: dict[tuple[str, str], ScoredSentence] = {}
-    for s in scored:
+    """The sections to suggest, in the order the reader would say them: each with the whole units the reader
+    chose from it (`chosen`, from choose_statements), or, for the first-ranked section when the reader chose
+    nothing there, its best statement's unit. Only help articles are suggested (a customer's own records are
+    not sections of the help centre)."""
+
+    def section_of(s: ScoredSentence) -> tuple[str, str] | None:
         passage = context.passage(s.passage)
         if passage is None or passage.trust is not Trust.RETRIEVED or passage.source != "article":
-            continue
-        key = (passage.article, passage.heading_path)
-        if key not in best_of_section or s.score > best_of_section[key].score:
-            best_of_section[key] = s
-    # Sections in the order retrieval ranked their passages.
-    ranked = sorted(best_of_section.items(), key=lambda item: item[1].passage)
-    sections: list[SuggestedSection] = []
-    for (article, heading_path), best in ranked[:max_sections]:
-        if sections and best.score < max(b.score for b in best_of_section.values()) - SECOND_SECTION_MARGIN:
-            break
-        units = quoted_units(scored, [best])
-        sections.append(SuggestedSection(tuple(units), article, heading_path, help_url(article, heading_path)))
-    return sections
+            return None
+        return passage.article, passage.heading_path
+
+    picked: dict[tuple[str, str], list[ScoredSentence]] = {}
+    for s in chosen:
+        if (key := section_of(s)) is not None:
+            picked.setdefault(key, []).append(s)
+    if not picked:
+        sectioned = [(key, s) for s in scored if (key := section_of(s)) is not None]
+        if sectioned:
+            key, best = max(sectioned, key=lambda pair: pair[1].score)
+            picked[key] = [best]
+    return [
+        SuggestedSection(tuple(quoted_units(scored, said)), article, heading_path, help_url(article, heading_path))
+        for (article, heading_path), said in list(picked.items())[:max_sections]
+    ]
 
 
 def suggestion_draft(sections: Sequence[SuggestedSection]) -> str:

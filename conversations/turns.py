@@ -258,7 +258,7 @@ def _run(
     with watch.lap("generate"):
         if kind == "suggest":
             # A suggestion quotes the articles, so no model is asked, whatever the configuration.
-            sections = suggested_sections(scored, context)
+            sections = suggested_sections(scored, choose_statements(scored, embed=services.embedder.encode), context)
             outcome.generator = answered_by(None)
             quoted = [s for section in sections for unit in section.units for s in unit.statements]
             outcome.reading = reading_record(scored, quoted)

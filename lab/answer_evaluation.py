@@ -32,8 +32,19 @@ CATEGORIES = (
     "hinglish",
     "unanswerable",
 )
-# The failure tree's branches, in pipeline order; "ok" when nothing failed.
-BRANCHES = ("coverage", "retrieval", "assembly", "generation: abstained", "generation: referred", "generation: wrong")
+# The failure tree's branches, in pipeline order; "ok" when nothing failed. "suggested" reached the customer
+# through a suggestion's quote: not a failure, but not the direct answer either.
+BRANCHES = (
+    "coverage",
+    "retrieval",
+    "assembly",
+    "generation: abstained",
+    "generation: referred",
+    "generation: suggested without the fact",
+    "generation: wrong",
+    "suggested",
+)
+KINDS = ("answered", "suggested", "abstained", "referred")
 TOP_K = 3
 
 
@@ -117,7 +128,8 @@ class QuestionResult:
     rank: int | None = None  # 1-based rank of the first gold chunk among the turn's candidates
     in_index: bool = False
     in_context: bool = False
-    correct: bool = False
+    correct: bool = False  # answered, and the answer states the fact
+    reached: bool = False  # the fact reached the customer: in an answer, or in a suggestion's quoted unit
     leaked: bool = False
     shipped_claims: int = 0
     supported_shipped_claims: int = 0
@@ -126,6 +138,7 @@ class QuestionResult:
     branch: str = "ok"
     signals: dict[str, float] = field(default_factory=dict)  # the abstention decision's inputs and probability
     reading: list[dict[str, Any]] = field(default_factory=list)  # the statements the reader weighed
+    units: list[dict[str, Any]] = field(default_factory=list)  # the whole units the reply quoted, with their kind
 
 
 def version_in_force(collection: Collection, article: str, on: date) -> str | None:
@@ -184,6 +197,8 @@ def _branch(result: QuestionResult) -> str:
         return "generation: abstained"
     if result.decision == "referred":
         return "generation: referred"
+    if result.decision == "suggested":
+        return "suggested" if result.reached else "generation: suggested without the fact"
     return "ok" if result.correct else "generation: wrong"
 
 
@@ -202,17 +217,17 @@ def evaluate_question(question: GoldenQuestion, collection: Collection, services
         turn.reply,
         signals=turn.signals,
         reading=turn.reading,
+        units=turn.units,
     )
     ranks = [i for i, c in enumerate(turn.candidates, start=1) if is_gold(question, c, versions)]
     result.rank = ranks[0] if ranks else None
     result.in_index = question.answerable and _in_index(question, collection, versions)
     result.in_context = any(is_gold(question, p, versions) for p in turn.context if p.get("trust") == "retrieved")
-    reply = turn.reply.lower()
-    result.correct = (
-        question.answerable and turn.decision == "answered" and any(f.lower() in reply for f in question.facts)
-    )
+    states_fact = any(f.lower() in turn.reply.lower() for f in question.facts)
+    result.correct = question.answerable and turn.decision == "answered" and states_fact
+    result.reached = question.answerable and turn.decision in ("answered", "suggested") and states_fact
     result.leaked = _leaked(question, turn)
-    if turn.decision == "answered":
+    if turn.decision in ("answered", "suggested"):
         claims = list(Claim.objects.filter(turn=turn).exclude(tier="not_a_claim"))
         result.shipped_claims = len(claims)
         result.supported_shipped_claims = sum(c.verdict == Verdict.SUPPORTED for c in claims)
@@ -232,8 +247,10 @@ def _share(part: int, whole: int) -> float | None:
 def summarise(results: list[QuestionResult]) -> dict[str, Any]:
     answerable = [r for r in results if r.answerable]
     unanswerable = [r for r in results if not r.answerable]
-    shipped = [r for r in results if r.decision == "answered"]
+    shipped = [r for r in results if r.decision in ("answered", "suggested")]
     claims = sum(r.shipped_claims for r in shipped)
+    answered_wrong = sum(r.decision == "answered" and not r.correct for r in answerable)
+    unanswerable_answered = sum(r.decision == "answered" for r in unanswerable)
     return {
         "questions": len(results),
         "answerable": len(answerable),
@@ -241,6 +258,11 @@ def summarise(results: list[QuestionResult]) -> dict[str, Any]:
         f"recall@{TOP_K}": _share(sum(r.rank is not None and r.rank <= TOP_K for r in answerable), len(answerable)),
         "mrr": round(sum(1 / r.rank for r in answerable if r.rank) / len(answerable), 3) if answerable else None,
         "answer_correct": _share(sum(r.correct for r in answerable), len(answerable)),
+        "reached": _share(sum(r.reached for r in answerable), len(answerable)),
+        # Answers the customer would take at their word and should not: answerable questions answered without
+        # the fact, and unanswerable questions answered.
+        "confident_wrong": answered_wrong + unanswerable_answered,
+        "unanswerable_answered": _share(unanswerable_answered, len(unanswerable)),
         "abstention_correct": _share(sum(r.decision != "answered" for r in unanswerable), len(unanswerable)),
         "audience_leaks": sum(r.leaked for r in results),
         "unsupported_shipped": claims - sum(r.supported_shipped_claims for r in shipped),
@@ -248,10 +270,16 @@ def summarise(results: list[QuestionResult]) -> dict[str, Any]:
         "citation_validity": _share(sum(r.valid_citations for r in shipped), sum(r.citations for r in shipped)),
         "referral_rate": _share(sum(r.decision == "referred" for r in results), len(results)),
         "failure_tree": dict(Counter(r.branch for r in results)),
+        "kinds": {
+            "answerable": {kind: sum(r.decision == kind for r in answerable) for kind in KINDS},
+            "unanswerable": {kind: sum(r.decision == kind for r in unanswerable) for kind in KINDS},
+        },
         "by_category": {
             category: {
                 "questions": len(group),
                 "correct": sum(r.correct if r.answerable else r.decision != "answered" for r in group),
+                "reached": sum(r.reached if r.answerable else r.decision != "answered" for r in group),
+                **{kind: sum(r.decision == kind for r in group) for kind in KINDS},
             }
             for category in CATEGORIES
             if (group := [r for r in results if r.category == category])

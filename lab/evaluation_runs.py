@@ -12,7 +12,7 @@ from django.utils import timezone
 from conversations.providers import configured_generator
 from conversations.services import answer_model
 from knowledge.models import Collection
-from lab.answer_evaluation import BRANCHES, CATEGORIES, AnswerEvaluation, QuestionResult, recall_at
+from lab.answer_evaluation import BRANCHES, CATEGORIES, KINDS, AnswerEvaluation, QuestionResult, recall_at
 from lab.models import EvaluationResult, EvaluationRun
 from lab.report import Section, bar_chart, encode, line_chart
 
@@ -131,11 +131,16 @@ def answers_report(evaluation: AnswerEvaluation) -> tuple[list[Section], dict[st
         ),
         Section(
             "By category",
-            columns=["category", "questions", "right"],
-            rows=[
-                [c, summary["by_category"][c]["questions"], summary["by_category"][c]["correct"]] for c in categories
-            ],
+            "right: answered with the fact (or, unanswerable, not answered); reached: the fact in an answer or in a "
+            "suggestion's quote (unanswerable: not answered); then how many got each kind of reply.",
+            columns=["category", "questions", "right", "reached", *KINDS],
+            rows=[[c, *(by_category[c][k] for k in ("questions", "correct", "reached", *KINDS))] for c in categories],
             plots=["by_category"],
+        ),
+        Section(
+            "Kinds of reply",
+            columns=["questions", *KINDS],
+            rows=[[group, *(summary["kinds"][group][k] for k in KINDS)] for group in ("answerable", "unanswerable")],
         ),
         Section(
             "Failure tree",
@@ -147,9 +152,18 @@ def answers_report(evaluation: AnswerEvaluation) -> tuple[list[Section], dict[st
         ),
         Section(
             "Questions that went wrong",
-            columns=["id", "category", "branch", "decision", "rank", "reply"],
+            "unit: the kind and text of each whole unit the reply quoted.",
+            columns=["id", "category", "branch", "decision", "rank", "unit", "reply"],
             rows=[
-                [r.id, r.category, r.branch, r.decision, r.rank or "–", r.reply[:160]]
+                [
+                    r.id,
+                    r.category,
+                    r.branch,
+                    r.decision,
+                    r.rank or "–",
+                    " | ".join(f"{u.get('kind')}: {u.get('text')}" for u in r.units)[:300] or "–",
+                    r.reply[:160],
+                ]
                 for r in results
                 if r.branch != "ok"
             ],

@@ -18,6 +18,7 @@ from knowledge.chunking import (
 from knowledge.cleaning import clean_markdown
 from knowledge.embeddings import Embedder
 from knowledge.sources import parse_markdown
+from knowledge.statements import passage_statements
 
 BOUNDS = ChunkBounds(min_tokens=40, max_tokens=200)
 
@@ -189,3 +190,26 @@ def test_the_embedded_text_carries_title_and_heading_path():
 def test_text_before_the_first_heading_has_an_empty_path(embedder):
     sections = _sections(embedder, "Intro line.\n\n# Title\n\nBody.\n")
     assert [s.heading_path for s in sections] == [(), ("Title",)]
+
+
+STEPS_DOC = """# Evaluations
+
+## Test cases
+
+Each scenario is one test case. To add more test cases:
+Select Add scenario.
+Enter the inputs and the expected output.
+Select Save.
+
+Repeat to create multiple scenarios.
+"""
+
+
+def test_plain_lines_under_a_line_ending_in_a_colon_keep_their_breaks_as_steps(embedder):
+    [chunk] = chunk_document(_sections(embedder, STEPS_DOC), "heading", BOUNDS, embedder.count_tokens)
+    assert "To add more test cases:\nSelect Add scenario.\nEnter the inputs" in chunk.text
+    statements = passage_statements(chunk.text)
+    steps = [s.text for s in statements if s.step]
+    assert steps == ["Select Add scenario.", "Enter the inputs and the expected output.", "Select Save."]
+    assert {s.block for s in statements if s.step} == {statements[2].block}  # one procedure
+    assert not statements[-1].step  # the paragraph after the blank line is prose again

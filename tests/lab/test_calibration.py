@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from conversations.abstention import best_row, most_answered_within, roc_auc, tradeoff
+from conversations.abstention import AnswerModel, most_answered_within, roc_auc, tradeoff, with_cuts
 from lab.calibration import read_calibration_set
 from lab.errors import CalibrationError
 
@@ -14,9 +14,19 @@ def test_calibration_maths():
     assert roc_auc(scores) == pytest.approx(5 / 6)
     rows = tradeoff(scores)
     assert [(r.threshold, r.answered, r.wrongly_answered) for r in rows][-2:] == [(4.0, 0.5, 1 / 3), (5.0, 0.5, 0.0)]
-    assert best_row(rows).threshold == 3.0  # answers both answerable ones, one unanswerable of three
     assert most_answered_within(rows, 0.0).threshold == 5.0  # no unanswerable one answered: half the answerable
     assert most_answered_within(rows, 0.4).threshold == 3.0
+
+
+def test_the_answer_cut_is_chosen_for_precision_and_the_suggest_cut_for_reach():
+    scores = [(0.9, True), (0.8, True), (0.6, False), (0.5, True), (0.3, False), (0.1, False)]
+    model = AnswerModel(("coverage",), (0.0,), (1.0,), (1.0,), 0.0, 0.5)
+    fitted = with_cuts(model, tradeoff(scores), max_wrongly_answered=0.0, suggest_reach=1.0)
+    # Answer only above every unanswerable question; suggest down to the last answerable one.
+    assert (fitted.cut, fitted.suggest_cut) == (0.8, 0.5)
+    assert [fitted.kind(p) for p in (0.85, 0.6, 0.2)] == ["answer", "suggest", "abstain"]
+    # A decision stored before suggestions existed suggests nothing.
+    assert AnswerModel.from_json({**model.as_json(), "suggest_cut": None}).kind(0.4) == "abstain"
 
 
 def test_the_calibration_set_is_checked_line_by_line(tmp_path: Path):

@@ -1,7 +1,6 @@
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -9,14 +8,16 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from conversations.abstention import (
+    ANSWER_MAX_WRONG,
     DEFAULT_MODEL,
     SIGNALS,
+    SUGGEST_REACH,
     fit,
-    most_answered_within,
     rates_at,
     read_model,
     roc_auc,
     tradeoff,
+    with_cuts,
 )
 from conversations.errors import AbstentionModelError
 from conversations.models import AbstentionThreshold
@@ -50,10 +51,18 @@ class Command(BaseCommand):
         parser.add_argument(
             "--max-wrong",
             type=float,
-            default=None,
+            default=ANSWER_MAX_WRONG,
             metavar="SHARE",
-            help="Cut where the most answerable questions are answered while at most this share (0–1) of the "
-            "unanswerable ones are (default: the best answered − wrongly answered)",
+            help="The answer cut: the most answerable questions answered while at most this share (0–1) of the "
+            f"unanswerable ones are (default {ANSWER_MAX_WRONG})",
+        )
+        parser.add_argument(
+            "--suggest-reach",
+            type=float,
+            default=SUGGEST_REACH,
+            metavar="SHARE",
+            help="The suggest cut: the strictest that still answers or suggests this share (0–1) of the answerable "
+            f"questions (default {SUGGEST_REACH})",
         )
         parser.add_argument(
             "--save-model",
@@ -119,8 +128,9 @@ class Command(BaseCommand):
         return [(dataset, name, found) for (dataset, name), found in by_set.items()]
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["max_wrong"] is not None and not 0 <= options["max_wrong"] <= 1:
-            raise CommandError("--max-wrong must be a share between 0 and 1, e.g. 0.1.")
+        for option in ("max_wrong", "suggest_reach"):
+            if not 0 <= options[option] <= 1:
+                raise CommandError(f"--{option.replace('_', '-')} must be a share between 0 and 1, e.g. 0.1.")
         sets = [] if options["signals"] else self._sets(options)
         target = sets[0][2] if sets else self._collection(options)
         stored = AbstentionThreshold.objects.filter(collection=target, signal=PROBABILITY).first()
@@ -165,15 +175,19 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         scores = [(model.probability(s), a) for s, a in rows]
         table = tradeoff(scores)
-        if options["max_wrong"] is not None:
-            model = replace(model, cut=most_answered_within(table, options["max_wrong"]).threshold)
+        model = with_cuts(
+            model, table, max_wrongly_answered=options["max_wrong"], suggest_reach=options["suggest_reach"]
+        )
         chosen = rates_at(scores, model.cut)
+        suggested = rates_at(scores, model.suggests_from)
         self.stdout.write(f"\nfitted probability: ROC AUC {roc_auc(scores):.3f} (on the questions it was fitted on)")
-        self.stdout.write(f"  {'cut':>10} {'answered':>9} {'wrongly answered':>17}")
+        self.stdout.write(f"  {'cut':>10} {'at or above it: answerable':>27} {'unanswerable':>13}")
         step = max(1, len(table) // 15)
-        for row in [*table[::step], chosen]:
-            mark = "  ← chosen" if row is chosen else ""
-            self.stdout.write(f"  {row.threshold:>10.3f} {row.answered:>9.0%} {row.wrongly_answered:>17.0%}{mark}")
+        marks = {id(chosen): "  ← answer cut", id(suggested): "  ← suggest cut"}
+        for row in sorted([*table[::step], chosen, suggested], key=lambda r: r.threshold):
+            self.stdout.write(
+                f"  {row.threshold:>10.3f} {row.answered:>27.0%} {row.wrongly_answered:>13.0%}{marks.get(id(row), '')}"
+            )
         self.stdout.write(
             "  weights: " + ", ".join(f"{f} {w:+.2f}" for f, w in zip(model.features, model.weights, strict=True))
         )
@@ -194,8 +208,10 @@ class Command(BaseCommand):
             dataset=model.fitted_on,
         )
         self.stdout.write(
-            f"\nStored for {target.name}: abstain when the probability is below {model.cut:.3f} "
-            f"(answers {chosen.answered:.0%} of answerable, {chosen.wrongly_answered:.0%} of unanswerable)."
+            f"\nStored for {target.name}: answer at a probability of {model.cut:.3f} or more (answers "
+            f"{chosen.answered:.0%} of answerable, {chosen.wrongly_answered:.0%} of unanswerable questions), suggest "
+            f"the section from {model.suggests_from:.3f} (answers or suggests {suggested.answered:.0%} of answerable, "
+            f"{suggested.wrongly_answered:.0%} of unanswerable), below that say so."
         )
 
 

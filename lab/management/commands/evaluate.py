@@ -17,7 +17,14 @@ from knowledge.rerank import default_reranker
 from knowledge.retrieval import RetrievalConfig, default_config
 from knowledge.sources import read_beir_corpus
 from knowledge.stages import SEARCH_STAGES
-from lab.answer_evaluation import GOLDEN_SET, GoldenQuestion, QuestionResult, evaluate_answers, read_golden_set
+from lab.answer_evaluation import (
+    GOLDEN_SET,
+    KINDS,
+    GoldenQuestion,
+    QuestionResult,
+    evaluate_answers,
+    read_golden_set,
+)
 from lab.errors import (
     AttackSetError,
     GapLabelError,
@@ -236,6 +243,9 @@ class Command(BaseCommand):
             "recall@3",
             "mrr",
             "answer_correct",
+            "reached",
+            "confident_wrong",
+            "unanswerable_answered",
             "abstention_correct",
             "audience_leaks",
             "unsupported_shipped",
@@ -245,13 +255,19 @@ class Command(BaseCommand):
         ):
             self.stdout.write(f"  {key:<20} {summary[key]}")
         self.stdout.write(f"  failure tree: {summary['failure_tree']}")
+        for group, kinds in summary["kinds"].items():
+            self.stdout.write(f"  {group:<13} " + " · ".join(f"{kind} {n}" for kind, n in kinds.items()))
         self.stdout.write("  retrieval by stage (nDCG@10 · recall@3 · recall@20):")
         for stage, figures in stages.items():
             self.stdout.write(
                 f"    {stage:<18} {figures['ndcg@10']:.3f} · {figures['recall@3']:.3f} · {figures['recall@20']:.3f}"
             )
         for category, figures in summary["by_category"].items():
-            self.stdout.write(f"  {category:<13} {figures['correct']}/{figures['questions']} right")
+            kinds = " · ".join(f"{kind} {figures[kind]}" for kind in KINDS)
+            self.stdout.write(
+                f"  {category:<13} {figures['correct']}/{figures['questions']} right, "
+                f"{figures['reached']}/{figures['questions']} reached ({kinds})"
+            )
         if options["json"]:
             document = {**evaluation.as_json(), "stages": stages}
             options["json"].write_text(json.dumps(document, indent=2, default=str))

@@ -260,12 +260,14 @@ SHOWN_STEPS = 6
 
 @dataclass(frozen=True)
 class QuotedUnit:
-    """One whole unit of a passage as the reply says it: a sentence with what completes it, a procedure
-    (its lead-in and its steps), a list's items with their lead-in, or a table row with its table's lead-in.
-    `lead` is said before the statements: the sentence that announces them, or the section's heading."""
+    """One whole unit of a passage as the reply says it: a sentence, an FAQ's answer after its question, a
+    procedure (its lead-in and its steps), a list's items with their lead-in, or a table row with its
+    table's lead-in. `lead` is said before the statements: the sentence that announces them, or the
+    section's heading (a question, for an FAQ). A definition ("Term: what it means") is one statement
+    already, as is a list item that defines its bold term."""
 
     passage: int
-    kind: str  # "sentence", "procedure", "list" or "row"
+    kind: str  # "sentence", "faq" (an answer after its question), "procedure", "list" or "row"
     statements: tuple[ScoredSentence, ...]
     lead: str = ""
     cut_short: bool = False  # a long procedure: its first steps, the rest in the article
@@ -334,6 +336,9 @@ def quoted_units(scored: Sequence[ScoredSentence], chosen: Sequence[ScoredSenten
             units.append(unit)
             covered.extend(done)
             unit, done = QuotedUnit(s.passage, "sentence", (s,)), [s]
+        elif heading_label(s.heading).endswith("?") and _neighbour(scored, s, -1) is None:
+            # An FAQ's answer opens its section: said after the question it answers.
+            unit, done = QuotedUnit(s.passage, "faq", (s,), heading_label(s.heading)), [s]
         else:
             unit, done = QuotedUnit(s.passage, "sentence", (s,)), [s]
         units.append(unit)
@@ -359,6 +364,8 @@ def as_reply(units: Sequence[QuotedUnit]) -> str:
             # The code is said once, with the first statement of its section.
             text = first.text if n in named else with_heading(first.text, first.heading)
             parts.append(_cited(text, n))
+        elif unit.kind == "faq":
+            parts.append(f"{unit.lead} [{n}] {_cited(first.text, n)}")
         elif len(unit.statements) == 1 and not unit.cut_short:
             parts.append(_cited(led_in(unit.lead, first.text, first.kind), n))
         else:
@@ -378,7 +385,7 @@ def quotable_forms(text: str, heading_path: str) -> list[str]:
     these, and only these, as quotes of the passage."""
     statements = passage_statements(text)
     label = heading_label(heading_path)
-    forms = [f"{label}:"]
+    forms = [label, f"{label}:"]
     for i, s in enumerate(statements):
         forms += [s.text, with_heading(s.text, heading_path)]
         if s.kind in ("item", "row"):

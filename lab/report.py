@@ -74,20 +74,23 @@ def line_chart(
 
 
 def tradeoff_chart(
-    curves: Mapping[str, Sequence[tuple[float, float]]], chosen: Mapping[str, tuple[float, float]], *, title: str
+    curves: Mapping[str, Sequence[tuple[float, float]]],
+    chosen: Mapping[str, Sequence[tuple[str, float, float]]],
+    *,
+    title: str,
 ) -> bytes:
-    """One curve per set of (unanswerable answered, answerable answered) over every cut, each set's cut
-    in force marked."""
+    """One curve per set of (unanswerable reaching a cut, answerable reaching it) over every cut, with each
+    set's cuts in force marked and named: the answer cut (a dot), the suggest cut (a square)."""
     figure, axes = plt.subplots(figsize=(6, 6))
+    markers = "os^"
     for name, points in curves.items():
         (line,) = axes.plot([x for x, _ in points], [y for _, y in points], label=name)
-        if name in chosen:
-            x, y = chosen[name]
-            axes.plot([x], [y], marker="o", color=line.get_color(), markersize=8)
-            axes.annotate(f"{y:.0%} / {x:.0%}", (x, y), textcoords="offset points", xytext=(6, -12))
+        for (cut, x, y), marker in zip(chosen.get(name, ()), markers, strict=False):
+            axes.plot([x], [y], marker=marker, color=line.get_color(), markersize=8)
+            axes.annotate(f"{cut} {y:.0%} / {x:.0%}", (x, y), textcoords="offset points", xytext=(6, -12))
     axes.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1)
-    axes.set_xlabel("unanswerable questions answered")
-    axes.set_ylabel("answerable questions answered")
+    axes.set_xlabel("unanswerable questions at or above the cut")
+    axes.set_ylabel("answerable questions at or above the cut")
     axes.set_xlim(0, 1)
     axes.set_ylim(0, 1.02)
     axes.set_title(title)

@@ -286,6 +286,17 @@ def test_a_table_row_is_said_with_its_header_and_its_tables_heading(embedder):
     assert reply.removesuffix(" [1]") in quotable_forms(text, "Product care › Maximum wattage")
 
 
+def test_an_faq_answer_is_said_after_its_question(embedder):
+    heading = "FAQ › Can I change the delivery address after ordering?"
+    text = "Yes, within one hour of placing the order. After that the parcel is already packed."
+    scored = read_as(text, heading, {"Yes, within one hour of placing the order.": 5.0})
+    reply = as_reply(quoted_units(scored, choose_statements(scored, embed=embedder.encode)))
+    assert reply.startswith("Can I change the delivery address after ordering? [1] Yes, within one hour")
+    question, answer = split_claims(reply)[:2]
+    assert question.citations == (1,) and question.text in quotable_forms(text, heading)
+    assert answer.text == "Yes, within one hour of placing the order."
+
+
 def test_follow_ups_carry_the_previous_subject():
     assert is_follow_up("and to Ireland?") and is_follow_up("how much is it?")
     assert not is_follow_up("How much does express shipping to Ireland cost?")

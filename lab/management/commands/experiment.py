@@ -7,7 +7,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from conversations.abstention import Row, roc_auc
+from conversations.abstention import rates_at, roc_auc
 from conversations.services import answer_model, default_services
 from knowledge.embeddings import default_embedder, secondary_embedder
 from knowledge.models import Collection
@@ -121,34 +121,61 @@ class Command(BaseCommand):
         bar = self._bar(sum(len(q) for _, q, _ in sets), "question")
         rows: list[dict[str, Any]] = []
         curves: dict[str, list[tuple[float, float]]] = {}
-        chosen: dict[str, tuple[float, float]] = {}
+        chosen: dict[str, list[tuple[str, float, float]]] = {}
         summary = []
         for name, labelled, on in sets:
             table, scores = threshold_experiment(labelled, on, default_services(), progress=lambda *_: bar.update(1))
-            cut = answer_model(on).cut
-            at = next((r for r in table if r.threshold >= cut), Row(cut, 0.0, 0.0))
+            model = answer_model(on)
+            at = {cut: rates_at(scores, cut) for cut in (model.cut, model.suggests_from)}
             label = f"{name} on {on.name}"
             curves[label] = [(1.0, 1.0), *((r.wrongly_answered, r.answered) for r in table), (0.0, 0.0)]
-            chosen[label] = (at.wrongly_answered, at.answered)
-            auc = roc_auc(scores)
-            summary.append([label, len(scores), round(auc, 3), round(cut, 3), at.answered, at.wrongly_answered])
+            chosen[label] = [
+                (kind, at[cut].wrongly_answered, at[cut].answered)
+                for kind, cut in (("answer", model.cut), ("suggest", model.suggests_from))
+            ]
+            answer, suggest = at[model.cut], at[model.suggests_from]
+            summary.append(
+                [
+                    label,
+                    len(scores),
+                    round(roc_auc(scores), 3),
+                    round(model.cut, 3),
+                    answer.answered,
+                    answer.wrongly_answered,
+                    round(model.suggests_from, 3),
+                    suggest.answered,
+                    suggest.wrongly_answered,
+                ]
+            )
             rows.extend(
                 {
                     "set": label,
                     "cut": round(r.threshold, 4),
-                    "answerable_answered": round(r.answered, 3),
-                    "unanswerable_answered": round(r.wrongly_answered, 3),
-                    "in_force": r is at,
+                    "answerable_at_or_above": round(r.answered, 3),
+                    "unanswerable_at_or_above": round(r.wrongly_answered, 3),
+                    "answer_cut": r.threshold == model.cut,
+                    "suggest_cut": r.threshold == model.suggests_from,
                 }
                 for r in table
             )
         bar.close()
-        plot = tradeoff_chart(curves, chosen, title="Abstention decision: answered vs wrongly answered")
+        plot = tradeoff_chart(curves, chosen, title="The decision's two cuts: answer (dot) and suggest (square)")
         section = Section(
             "Threshold",
-            "Each curve moves the cut on the probability that the evidence answers; the dot is the cut in force "
-            "for that set's collection.",
-            ["set", "questions", "ROC AUC", "cut in force", "answerable answered", "unanswerable answered"],
+            "Each curve moves a cut on the probability that the evidence answers; the dot is the answer cut in "
+            "force for that set's collection (answered at or above it), the square the suggest cut (answered or "
+            "suggested at or above it; below it the assistant says it does not know).",
+            [
+                "set",
+                "questions",
+                "ROC AUC",
+                "answer cut",
+                "answerable answered",
+                "unanswerable answered",
+                "suggest cut",
+                "answerable answered or suggested",
+                "unanswerable answered or suggested",
+            ],
             summary,
             ["threshold"],
         )

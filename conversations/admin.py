@@ -193,7 +193,7 @@ class TurnAdmin(ReadOnly, PersonalDataAdmin):
             },
         ),
         ("Retrieval", {"fields": ("candidate_table", "context_passages")}),
-        ("Reply", {"fields": ("draft", "reply", "citation_list")}),
+        ("Reply", {"fields": ("draft", "reply", "citation_list", "unit_list")}),
         ("Decision", {"fields": ("signals", "reading")}),
         ("Customer feedback", {"fields": ("rating", "feedback_reason", "golden_candidate")}),
         ("Diagnostics", {"fields": ("latency_table", "note_list")}),
@@ -296,6 +296,24 @@ class TurnAdmin(ReadOnly, PersonalDataAdmin):
                     c.get("heading_path"),
                 )
                 for c in obj.citations
+            ),
+        )
+
+    @admin.display(description="quoted units")
+    def unit_list(self, obj: Turn) -> SafeString | None:
+        """The whole units the reply quoted; a suggestion's with the section each came from."""
+        if not obj.units:
+            return None
+        return html_list(
+            "ol",
+            (
+                format_html(
+                    "<strong>{}</strong> {}<br>{}",
+                    u.get("kind"),
+                    u.get("heading_path") or f"passage {u.get('passage')}",
+                    linebreaksbr(u.get("text", "")),
+                )
+                for u in obj.units
             ),
         )
 

@@ -15,11 +15,12 @@ from django.utils import timezone
 
 from conversations import assignment, availability, events, notifications
 from conversations.errors import ChatError
-from conversations.feedback import rating_of
+from conversations.feedback import rating_of, reply_turn
 from conversations.intake import claim_answer
 from conversations.models import (
     Conversation,
     ConversationStatus,
+    Decision,
     HandoffReason,
     Message,
     Referral,
@@ -29,6 +30,7 @@ from conversations.models import (
     StaffActionKind,
     Turn,
 )
+from conversations.pii import mask_pii
 from conversations.recording import TurnResult
 from conversations.services import default_services
 from conversations.turns import answer_message
@@ -145,6 +147,8 @@ def reply_frame(turn: Turn) -> dict[str, Any]:
         "text": turn.reply,
         "decision": turn.decision,
         "citations": turn.citations,
+        # The quoted units: a suggestion's card is built from them (title and link of each section).
+        "units": turn.units,
         "rating": rating_of(turn),
     }
 
@@ -256,27 +260,29 @@ def turn_services() -> Any:
 
 
 @transaction.atomic
-def request_handoff(conversation: Conversation) -> Referral:
-    """The customer asked for a person: their latest turn goes to the staff queue, and the assistant answers
-    nothing more in this conversation until staff hand it back. A turn already referred for another reason
-    keeps that reason (it came first); a new or reopened referral says the customer asked."""
-    turn = conversation.turns.order_by("-pk").first() if conversation.pk is not None else None
+def request_handoff(conversation: Conversation, declined_seq: int | None = None) -> Referral:
+    """The customer asked for a person: a turn goes to the staff queue, and the assistant answers nothing
+    more in this conversation until staff hand it back. Without ``declined_seq`` that is their latest turn
+    and the reason is that they asked. With it (they answered "No" under a suggestion) it is that reply's
+    turn, and a suggestion's reason passes its question on, so staff start from what it did not answer.
+    A turn already referred keeps that referral's reason (it came first); a reopened one gets the new one."""
+    if declined_seq is not None:
+        turn: Turn | None = reply_turn(conversation, declined_seq, verb="hand off", done="handed off")
+    else:
+        turn = conversation.turns.order_by("-pk").first() if conversation.pk is not None else None
     if turn is None:
         raise ChatError("nothing_to_hand_off", "Ask your question first; a person will see it with the conversation.")
+    code, reason = _handoff_reason(turn, declined=declined_seq is not None)
     # The connection's copy of the conversation is as old as the connection; staff may have taken it since.
     conversation.refresh_from_db(fields=["status", "person_requested", "contact_email"])
     referral, created = Referral.objects.get_or_create(
-        turn=turn,
-        defaults={
-            "conversation": conversation,
-            "reason_code": HandoffReason.CUSTOMER_ASKED,
-            "reason": "the customer asked for a person",
-        },
+        turn=turn, defaults={"conversation": conversation, "reason_code": code, "reason": reason}
     )
     if not created and referral.status == ReferralStatus.RESOLVED:
         referral.status, referral.resolved_at = ReferralStatus.OPEN, None
-        referral.reason_code = HandoffReason.CUSTOMER_ASKED
-        referral.reason = f"{referral.reason}; the customer asked for a person again"
+        referral.reason_code = code
+        again = reason if code == HandoffReason.SUGGESTION_DECLINED else "the customer asked for a person again"
+        referral.reason = f"{referral.reason}; {again}"
         referral.save(update_fields=["status", "resolved_at", "reason_code", "reason"])
     if conversation.status == ConversationStatus.OPEN:
         conversation.status = ConversationStatus.REFERRED
@@ -285,6 +291,15 @@ def request_handoff(conversation: Conversation) -> Referral:
     assignment.assign(conversation)
     transaction.on_commit(lambda: _announce_status(conversation))
     return referral
+
+
+def _handoff_reason(turn: Turn, *, declined: bool) -> tuple[str, str]:
+    """The referral's reason code and reason. A declined suggestion quotes the customer's question, masked
+    like every copy of their words outside Message (the queue card shows the reason to all staff)."""
+    if declined and turn.decision == Decision.SUGGESTED:
+        question = mask_pii(turn.customer_message.text).text
+        return HandoffReason.SUGGESTION_DECLINED, f"the suggested section did not answer: “{question}”"
+    return HandoffReason.CUSTOMER_ASKED, "the customer asked for a person"
 
 
 def _announce_status(conversation: Conversation) -> None:

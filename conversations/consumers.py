@@ -198,7 +198,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
                         STAFF_GROUP, {"type": "queue.typing", "conversation": str(self.conversation.public_id)}
                     )
             elif isinstance(frame, Handoff):
-                await _database(chat.request_handoff)(self.conversation)
+                await _database(chat.request_handoff)(self.conversation, frame.seq)
             elif isinstance(frame, Contact):
                 await self.send_json(await _database(chat.save_contact)(self.conversation, frame.email))
             elif isinstance(frame, Feedback):

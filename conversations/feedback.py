@@ -18,17 +18,18 @@ from conversations.pii import mask_pii
 REASON_FIELD_CHARS = TurnFeedback._meta.get_field("reason").max_length or 300
 
 
-def rated_turn(conversation: Conversation, reply_seq: int) -> Turn:
+def reply_turn(conversation: Conversation, reply_seq: int, *, verb: str = "rate", done: str = "rated") -> Turn:
     """The turn whose reply has this seq, when it is one of this conversation's assistant replies;
-    ChatError naming what is wrong otherwise."""
+    ChatError naming what is wrong otherwise, in words for what the customer meant to do with it
+    (``verb`` "rate", ``done`` "rated"; a declined suggestion's hand-off says "hand off", "handed off")."""
     message = Message.objects.filter(pk=reply_seq).select_related("answered_turn").first()
     if message is None:
-        raise ChatError("unknown_reply", f"There is no reply {reply_seq} to rate.")
+        raise ChatError("unknown_reply", f"There is no reply {reply_seq} to {verb}.")
     if conversation.pk is None or message.conversation_id != conversation.pk:
-        raise ChatError("not_your_reply", f"Reply {reply_seq} is not in this conversation; rate only its replies.")
+        raise ChatError("not_your_reply", f"Reply {reply_seq} is not in this conversation; {verb} only its replies.")
     turn = getattr(message, "answered_turn", None)
     if message.role != Role.ASSISTANT or turn is None:
-        raise ChatError("not_a_reply", f"Message {reply_seq} is not an assistant reply; only those can be rated.")
+        raise ChatError("not_a_reply", f"Message {reply_seq} is not an assistant reply; only those can be {done}.")
     return turn
 
 
@@ -36,7 +37,7 @@ def rated_turn(conversation: Conversation, reply_seq: int) -> Turn:
 def give_feedback(conversation: Conversation, *, reply_seq: int, rating: str, reason: str = "") -> TurnFeedback:
     """Store the customer's rating of one reply (replacing an earlier one), tell their other tabs, and
     refresh the staff queue's card when the conversation is in it."""
-    turn = rated_turn(conversation, reply_seq)
+    turn = reply_turn(conversation, reply_seq)
     # Masking may lengthen the text (an address becomes <EMAIL_ADDRESS_1>); the column holds 300.
     masked = mask_pii(reason).text[:REASON_FIELD_CHARS] if reason else ""
     feedback, _ = TurnFeedback.objects.update_or_create(turn=turn, defaults={"rating": rating, "reason": masked})

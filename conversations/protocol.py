@@ -13,9 +13,13 @@ client → server
       resent id is acknowledged again and answered once.
   {"type": "typing"}
       The customer is typing (shown to staff).
-  {"type": "handoff"}
+  {"type": "handoff", "seq": int (optional)}
       The customer asks for a person: the conversation joins the staff queue, and the assistant answers
-      nothing more in it until staff hand it back.
+      nothing more in it until staff hand it back. Without ``seq`` the conversation's latest turn is handed
+      off ("talk to a person"). With it, the turn of that reply (one of this conversation's assistant replies;
+      else an error "unknown_reply", "not_your_reply" or "not_a_reply"): the widget sends it when the
+      customer answers "No" to a suggestion, and a suggestion's turn is then referred with the reason code
+      "suggestion_declined" and its question in the reason.
   {"type": "contact", "email": str}
       The customer's e-mail address (at most 254 characters), for staff replies while nobody is available:
       they go out by e-mail too, with a link back to the chat. A bad address gets an error "bad_email".
@@ -36,8 +40,17 @@ server → client
       line as soon as there is room (or at the next hello, if the connection closes first)
   {"type": "token", "id": str, "text": str}              part of the reply to message ``id``, as generated
   {"type": "reset", "id": str}                           drop the streamed text; generation restarted
-  {"type": "reply", "id": str, "seq": int, "text": str, "decision": "answered"|"abstained"|"referred",
-   "citations": [{"number": int, "title": str, "heading_path": str, "version": str, "url": str}…]}
+  {"type": "reply", "id": str, "seq": int, "text": str,
+   "decision": "answered"|"suggested"|"abstained"|"referred",
+   "citations": [{"number": int, "title": str, "heading_path": str, "version": str, "url": str}…],
+   "units": [{"passage": int, "kind": "sentence"|"procedure"|"list"|"row", "text": str, "title": str,
+              "heading_path": str, "url": str}…], "rating": "up"|"down"|null}
+      ``text`` may hold line breaks (a list or the steps of a procedure, one a line). ``units`` are the whole
+      units the reply quoted, each with its [n] markers; a "suggested" reply is the help-centre section that
+      looks like what was asked, quoted, without a claim that it answers: the widget shows each unit under
+      its section's title, linked to ``url`` (relative to the server), and asks "Did this answer your
+      question?": Yes is a feedback "up", No a feedback "down" and a handoff with the reply's seq. Other
+      decisions may carry units too (or an empty list).
   {"type": "message", "seq": int, "role": "staff"|"customer"|"assistant", "text": str, "author": str}
       a message from someone else: a staff member, or this customer in another tab
   {"type": "typing", "role": "staff"}
@@ -52,7 +65,7 @@ server → client
   {"type": "error", "code": str, "message": str, "id": str (when the error concerns one message)}
 
 A message in ``welcome.messages`` has the shape of a ``message`` frame; an assistant's reply in it also
-carries ``decision``, ``citations``, ``id`` (the question's id) and ``rating`` (the customer's stored
+carries ``decision``, ``citations``, ``units``, ``id`` (the question's id) and ``rating`` (the customer's stored
 rating, or null), like a ``reply`` frame. Statuses:
 ``open`` the assistant answers; ``referred`` a person has been asked to follow up (the assistant still
 answers); ``human`` a person has taken over (the assistant is silent); ``closed``.
@@ -107,7 +120,8 @@ class Typing:
 
 @dataclass(frozen=True)
 class Handoff:
-    pass
+    # The reply the customer declined (a suggestion answered "No"); None: hand off the latest turn.
+    seq: int | None = None
 
 
 @dataclass(frozen=True)
@@ -158,7 +172,7 @@ def parse_frame(text: str | None, *, max_bytes: int, binary: bool = False) -> Fr
     if kind == "typing":
         return Typing()
     if kind == "handoff":
-        return Handoff()
+        return _handoff(data)
     if kind == "feedback":
         return _feedback(data)
     if kind == "contact":
@@ -196,9 +210,25 @@ def _message(data: dict[str, Any]) -> CustomerMessage:
     return CustomerMessage(message_id, text)
 
 
+def _reply_seq(value: Any) -> int | None:
+    """A frame's ``seq`` when it can name a reply: a whole number ≥ 1 (JSON true is not one); else None."""
+    return value if not isinstance(value, bool) and isinstance(value, int) and value >= 1 else None
+
+
+def _handoff(data: dict[str, Any]) -> Handoff:
+    given = data.get("seq")
+    seq = _reply_seq(given)
+    if given is not None and seq is None:
+        raise FrameError(
+            "bad_frame",
+            "handoff.seq must be the seq of the reply that did not answer (a whole number ≥ 1), or left out.",
+        )
+    return Handoff(seq)
+
+
 def _feedback(data: dict[str, Any]) -> Feedback:
-    seq, rating, reason = data.get("seq"), data.get("rating"), data.get("reason")
-    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
+    seq, rating, reason = _reply_seq(data.get("seq")), data.get("rating"), data.get("reason")
+    if seq is None:
         raise FrameError("bad_frame", "feedback.seq must be the seq of the reply being rated (a whole number ≥ 1).")
     if rating not in FEEDBACK_RATINGS:
         raise FrameError("bad_rating", f'feedback.rating must be "up" or "down", not {rating!r}.')

@@ -14,6 +14,7 @@ from conversations.feedback import conversation_feedback
 from conversations.models import (
     Conversation,
     ConversationStatus,
+    Decision,
     Message,
     PresenceStatus,
     Referral,
@@ -41,6 +42,8 @@ class ShownReferral:
     draft: str
     claims: list[Any]
     evidence: list[dict[str, Any]]
+    # A suggestion's quoted units (section title, link, text): what the customer was shown and declined.
+    suggested: list[dict[str, Any]]
 
 
 def _shown(message: Message, unmasked: bool) -> ShownMessage:
@@ -66,6 +69,7 @@ def card_context(conversation: Conversation, user: Any) -> dict[str, Any]:
                 draft=r.turn.draft,
                 claims=list(r.turn.claims.all()),
                 evidence=[p for p in r.turn.context if p.get("trust") == "retrieved"],
+                suggested=list(r.turn.units) if r.turn.decision == Decision.SUGGESTED else [],
             )
             for r in referrals
         ],

@@ -9,6 +9,15 @@ cannot be added up from smaller groups, so Postgres computes each level itself):
   resolution), by the conversation's first day, judged with what is known now;
 - hand-offs: referrals made in the range and the staff's first reply after each, by the referral's day.
 
+Suggestions (a quoted help-centre section with "Did this answer your question?") are a decision of their own
+beside answered, abstained and referred. The customer's Yes is a thumbs up on the reply and their No a thumbs
+down followed by a hand-off of the suggestion's turn (reason "suggestion_declined"; conversations/chat.py). So:
+- turns: a suggestion's outcome is Yes (rated up), No (rated down, or handed off as declined) or unanswered;
+- conversations: a judged reply that is a suggestion answered Yes resolves the conversation like an answer
+  does (under the same conditions); one answered No never does, and counts as a hand-off with the reason
+  "suggestion_declined", whether or not the hand-off itself reached the server (the No is the customer's
+  request for one).
+
 Days are calendar days in settings.TIME_ZONE. The definitions are written out in definitions() and on the page.
 """
 
@@ -55,14 +64,22 @@ _DEFINITIONS: list[tuple[str, str]] = [
     ("Conversations", "Conversations started that day (the first customer message)."),
     (
         "Turns",
-        "Customer messages asked that day that the assistant replied to. Answered, abstained and referred are "
-        "shares of those turns, by the turn's decision.",
+        "Customer messages asked that day that the assistant replied to. Answered, suggested, abstained and "
+        "referred are shares of those turns, by the turn's decision.",
+    ),
+    (
+        "Suggestions",
+        'A suggested turn quoted the help-centre section that looked like the question and asked "Did this '
+        "answer your question?\". 'Suggestion: yes' is the share of that day's suggestions the customer answered "
+        "Yes (rated up); 'Suggestion: no' the share answered No (rated down, or handed to a person as declined); "
+        "the rest were not answered.",
     ),
     (
         "Hand-off rate",
         "Share of the conversations started that day that were handed to a person at any time so far (any "
-        "referral); by reason, the share with a hand-off of that reason (a conversation handed off twice for "
-        "two reasons counts under both).",
+        "referral, or a suggestion answered No, which asks for one: reason 'Suggestion did not answer'); by "
+        "reason, the share with a hand-off of that reason (a conversation handed off twice for two reasons "
+        "counts under both).",
     ),
     (
         "Thumbs up",
@@ -78,8 +95,9 @@ _DEFINITIONS: list[tuple[str, str]] = [
     (
         "Resolution rate",
         "Of the conversations started that day whose 24 hours have passed, the share where the judged reply was "
-        "answered, the customer wrote nothing within 24 hours after it, nobody handed the conversation off "
-        "before those 24 hours ended, and no reply up to it was rated thumbs down.",
+        "answered (or was a suggestion the customer answered Yes), the customer wrote nothing within 24 hours "
+        "after it, nobody handed the conversation off before those 24 hours ended, and no reply up to it was "
+        "rated thumbs down (a suggestion answered No is one).",
     ),
     (
         "Durable resolution",
@@ -137,6 +155,9 @@ def share(part: int, whole: int) -> float | None:
 class TurnFigures:
     turns: int = 0
     answered: int = 0
+    suggested: int = 0
+    suggested_yes: int = 0
+    suggested_no: int = 0
     abstained: int = 0
     referred: int = 0
     rated: int = 0
@@ -197,6 +218,7 @@ COLUMNS: list[Column] = [
     Column("conversations", "Conversations", "count", lambda f: f.conversations.conversations),
     Column("turns", "Turns", "count", lambda f: f.turns.turns),
     Column("answered_share", "Answered", "share", lambda f: share(f.turns.answered, f.turns.turns)),
+    Column("suggested_share", "Suggested", "share", lambda f: share(f.turns.suggested, f.turns.turns)),
     Column("abstained_share", "Abstained", "share", lambda f: share(f.turns.abstained, f.turns.turns)),
     Column("referred_share", "Referred", "share", lambda f: share(f.turns.referred, f.turns.turns)),
     Column(
@@ -208,6 +230,11 @@ COLUMNS: list[Column] = [
     *[Column(f"handoff_rate_{r}", f"Hand-off: {HandoffReason(r).label}", "share", _reason_share(r)) for r in REASONS],
     Column("rated", "Rated", "count", lambda f: f.turns.rated),
     Column("thumbs_up_share", "Thumbs up", "share", lambda f: share(f.turns.rated_up, f.turns.rated)),
+    Column("suggestions", "Suggestions", "count", lambda f: f.turns.suggested),
+    Column(
+        "suggestion_yes_share", "Suggestion: yes", "share", lambda f: share(f.turns.suggested_yes, f.turns.suggested)
+    ),
+    Column("suggestion_no_share", "Suggestion: no", "share", lambda f: share(f.turns.suggested_no, f.turns.suggested)),
     Column("resolution_judged", "Judged (24 h)", "count", lambda f: f.conversations.judged),
     Column("resolution_rate", "Resolution", "share", lambda f: share(f.conversations.resolved, f.conversations.judged)),
     Column("durable_judged", "Judged (7 d)", "count", lambda f: f.conversations.judged_durable),
@@ -250,6 +277,8 @@ def _params(period: Period, now: datetime) -> dict[str, Any]:
         "durable_window": DURABLE_WINDOW,
         "customer": Role.CUSTOMER.value,
         "answered": Decision.ANSWERED.value,
+        "suggested": Decision.SUGGESTED.value,
+        "declined": HandoffReason.SUGGESTION_DECLINED.value,
         "abstained": Decision.ABSTAINED.value,
         "referred": Decision.REFERRED.value,
         "down": FeedbackRating.DOWN.value,
@@ -264,6 +293,11 @@ def _turn_figures(params: dict[str, Any]) -> dict[Key, TurnFigures]:
         SELECT day, collection_id,
             count(*) AS turns,
             count(*) FILTER (WHERE decision = %(answered)s) AS answered,
+            count(*) FILTER (WHERE decision = %(suggested)s) AS suggested,
+            count(*) FILTER (WHERE decision = %(suggested)s AND rating = %(up)s) AS suggested_yes,
+            count(*) FILTER (
+                WHERE decision = %(suggested)s AND (rating = %(down)s OR reason_code = %(declined)s)
+            ) AS suggested_no,
             count(*) FILTER (WHERE decision = %(abstained)s) AS abstained,
             count(*) FILTER (WHERE decision = %(referred)s) AS referred,
             count(rating) AS rated,
@@ -272,10 +306,11 @@ def _turn_figures(params: dict[str, Any]) -> dict[Key, TurnFigures]:
             percentile_cont(0.95) WITHIN GROUP (ORDER BY latency) AS latency_p95_ms
         FROM (
             SELECT (t.created_at AT TIME ZONE %(tz)s)::date AS day, c.collection_id, t.decision, f.rating,
-                (t.latency_ms ->> 'total')::float AS latency
+                r.reason_code, (t.latency_ms ->> 'total')::float AS latency
             FROM {Turn._meta.db_table} t
             JOIN {Conversation._meta.db_table} c ON c.id = t.conversation_id
             LEFT JOIN {TurnFeedback._meta.db_table} f ON f.turn_id = t.id
+            LEFT JOIN {Referral._meta.db_table} r ON r.turn_id = t.id
             WHERE t.created_at >= %(start)s AND t.created_at < %(end)s AND t.decision <> ''
                 AND (%(collection)s::bigint IS NULL OR c.collection_id = %(collection)s::bigint)
                 AND NOT c.from_lab
@@ -301,7 +336,7 @@ def _conversation_figures(params: dict[str, Any]) -> dict[Key, ConversationFigur
                 AND NOT c.from_lab
         ),
         reply AS (
-            SELECT t.id, t.conversation_id, t.created_at AS at, t.decision,
+            SELECT t.id, t.conversation_id, t.created_at AS at, t.decision, f.rating,
                 (SELECT min(m.created_at) FROM {Message._meta.db_table} m
                     WHERE m.conversation_id = t.conversation_id AND m.role = %(customer)s
                         AND (m.created_at, m.id) > (q.created_at, q.id)) AS next_customer_at,
@@ -310,10 +345,11 @@ def _conversation_figures(params: dict[str, Any]) -> dict[Key, ConversationFigur
             FROM {Turn._meta.db_table} t
             JOIN conv ON conv.id = t.conversation_id
             JOIN {Message._meta.db_table} q ON q.id = t.customer_message_id
+            LEFT JOIN {TurnFeedback._meta.db_table} f ON f.turn_id = t.id
             WHERE t.decision <> ''
         ),
         judged AS (
-            SELECT DISTINCT ON (conversation_id) conversation_id, at, decision,
+            SELECT DISTINCT ON (conversation_id) conversation_id, at, decision, rating,
                 coalesce(next_customer_at > at + %(resolution_window)s, true) AS quiet_24h,
                 coalesce(next_customer_at > at + %(durable_window)s, true) AS quiet_7d
             FROM reply
@@ -325,7 +361,7 @@ def _conversation_figures(params: dict[str, Any]) -> dict[Key, ConversationFigur
             SELECT conv.day, conv.collection_id, handed.reasons,
                 j.conversation_id IS NOT NULL AS judged,
                 j.at + %(durable_window)s <= %(now)s AS judged_durable,
-                j.decision = %(answered)s AND j.quiet_24h
+                (j.decision = %(answered)s OR (j.decision = %(suggested)s AND j.rating = %(up)s)) AND j.quiet_24h
                     AND (handed.first_at IS NULL OR handed.first_at > j.at + %(resolution_window)s)
                     AND NOT EXISTS (
                         SELECT 1 FROM {TurnFeedback._meta.db_table} f
@@ -337,8 +373,17 @@ def _conversation_figures(params: dict[str, Any]) -> dict[Key, ConversationFigur
             FROM conv
             LEFT JOIN judged j ON j.conversation_id = conv.id
             LEFT JOIN LATERAL (
-                SELECT array_agg(DISTINCT r.reason_code) AS reasons, min(r.created_at) AS first_at
-                FROM {Referral._meta.db_table} r WHERE r.conversation_id = conv.id
+                -- Every referral, and every suggestion answered No (its hand-off, had it not reached us).
+                SELECT array_agg(DISTINCT reason_code) AS reasons, min(at) AS first_at
+                FROM (
+                    SELECT r.reason_code, r.created_at AS at
+                    FROM {Referral._meta.db_table} r WHERE r.conversation_id = conv.id
+                    UNION ALL
+                    SELECT %(declined)s, f.updated_at
+                    FROM {TurnFeedback._meta.db_table} f
+                    JOIN {Turn._meta.db_table} s ON s.id = f.turn_id
+                    WHERE s.conversation_id = conv.id AND s.decision = %(suggested)s AND f.rating = %(down)s
+                ) h
             ) handed ON true
         )
         SELECT day, collection_id,

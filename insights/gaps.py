@@ -1,5 +1,7 @@
-"""Content gaps: the questions the assistant abstained on or referred, grouped by meaning, each group with the
-nearest section the help centre already has, so an article author sees what customers ask that it does not say.
+"""Content gaps: the questions the assistant abstained on or referred, and those whose suggested section the
+customer said did not answer ("No" under a suggestion: a section near the question that does not say it),
+grouped by meaning, each group with the nearest section the help centre already has, so an article author sees
+what customers ask that it does not say.
 
 The clustering is agglomerative with average linkage over cosine distance, cut at a similarity threshold:
 - no k: nobody knows in advance how many gaps there are, and a threshold in units of cosine similarity means
@@ -21,9 +23,10 @@ from typing import Any
 
 import numpy as np
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from conversations.models import Decision, Turn
+from conversations.models import Decision, FeedbackRating, Turn
 from conversations.pii import searchable, without_placeholders
 from conversations.rewrite import is_follow_up
 from insights.errors import GapError
@@ -42,6 +45,8 @@ EXAMPLES = 5
 # Average linkage holds every pairwise distance in memory: the newest questions are clustered, the rest wait.
 MAX_QUESTIONS = 3000
 UNANSWERED = (Decision.ABSTAINED, Decision.REFERRED)
+# A suggestion the customer answered "No" (a thumbs down on it) did not answer either.
+DECLINED_SUGGESTION = Q(decision=Decision.SUGGESTED, feedback__rating=FeedbackRating.DOWN)
 
 
 @dataclass(frozen=True)
@@ -87,12 +92,13 @@ def check_since_days(value: int) -> int:
 
 
 def unanswered_questions(collection: Collection, *, since: datetime) -> list[UnansweredQuestion]:
-    """The collection's abstained and referred questions asked since then, newest first (at most MAX_QUESTIONS)."""
+    """The collection's abstained and referred questions, and its suggestions answered No, asked since then,
+    newest first (at most MAX_QUESTIONS)."""
     turns = (
         Turn.objects.filter(
+            Q(decision__in=UNANSWERED) | DECLINED_SUGGESTION,
             conversation__collection=collection,
             conversation__from_lab=False,
-            decision__in=UNANSWERED,
             created_at__gte=since,
         )
         .select_related("conversation", "customer_message")

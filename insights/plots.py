@@ -83,11 +83,14 @@ def report_plots(report: Report) -> list[tuple[str, str]]:
     return [
         ("Conversations and turns per day", _volume(report)),
         (
-            "Outcomes per day: answered share, hand-off rate, thumbs up, resolution and durable resolution",
+            "Outcomes per day: answered and suggested shares, suggestions answered yes, hand-off rate, thumbs up, "
+            "resolution and durable resolution",
             _daily_lines(
                 report,
                 {
                     "answered": "answered_share",
+                    "suggested": "suggested_share",
+                    "suggestion: yes": "suggestion_yes_share",
                     "handed off": "handoff_rate",
                     "thumbs up": "thumbs_up_share",
                     "resolved (24 h)": "resolution_rate",

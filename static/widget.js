@@ -72,6 +72,12 @@
     reasonLabel: "What was wrong? (optional)",
     reasonSend: "Send",
     reasonThanks: "Thanks, we'll use that to improve.",
+    suggestionLead: "This part of our help centre looks like what you're asking about:",
+    suggestionAsk: "Did this answer your question?",
+    suggestionYes: "Yes",
+    suggestionNo: "No",
+    suggestionSaidYes: "Glad that helped. Thanks for letting us know.",
+    suggestionSaidNo: "Thanks for letting us know; we've asked a person to help.",
     reasonTooLong: function (n) { return n + " characters; the limit is " + MAX_REASON_CHARS + "."; },
     tooLong: function (n) { return n + " characters over the limit of " + MAX_CHARS + "."; },
     charsLeft: function (n) { return n + (n === 1 ? " character" : " characters") + " left."; },
@@ -267,6 +273,16 @@
     "  border: 2px solid #1f4d3a; border-radius: 8px; background: #ffffff; color: #1f4d3a; font-weight: 600;",
     "  cursor: pointer; }",
     ".notice .handoff:hover { background: #e8f1ec; }",
+    // A suggestion: a section quoted as a bordered card, not an answer in a bubble; its question, Yes / No.
+    ".assistant.suggestion { max-width: 92%; background: #ffffff; border: 2px solid #1f4d3a; border-radius: 10px; }",
+    ".suggestion .lead { font-weight: 600; }",
+    ".suggestion .unit { margin: 8px 0 0; padding: 6px 10px; border-left: 4px solid #8fb3a2; background: #f4f8f6;",
+    "  border-radius: 0 6px 6px 0; }",
+    ".suggestion .section { display: block; margin: 0 0 2px; font-weight: 600; font-size: 14px; }",
+    // A procedure's steps and a list's items arrive one a line.
+    ".suggestion .quote { margin: 0; white-space: pre-line; }",
+    ".suggestion .feedback .ask { flex-basis: 100%; color: #1a1a1a; font-weight: 600; }",
+    ".suggestion .feedback .thumb { min-width: 64px; font-weight: 600; }",
     // Thumbs on a reply: one group per reply, the stored rating shown pressed.
     ".feedback { display: flex; flex-wrap: wrap; align-items: center; gap: 6px; margin: 8px 0 0; padding: 6px 0 0;",
     "  border-top: 1px solid #d3d9d6; font-size: 13px; white-space: normal; }",
@@ -388,7 +404,7 @@
   var welcomeTimer = null;
   var lastTypingSent = 0;
   var staffTypingTimer = null;
-  var pendingHandoff = false;
+  var pendingHandoff = null;  // the handoff frame asked for while disconnected
   var status = null;       // the conversation's last known status
   var followUpShown = false;
   var ratingsToSend = new Map(); // reply seq → feedback frame chosen while disconnected
@@ -678,8 +694,9 @@
     state.unacked.forEach(function (m) {
       sendFrame({ type: "message", id: m.id, text: m.text });
     });
-    if (pendingHandoff && sendFrame({ type: "handoff" })) pendingHandoff = false;
+    // The rating first: a suggestion declined offline is rated down, then handed off, as when connected.
     sendWaitingRatings();
+    if (pendingHandoff && sendFrame(pendingHandoff)) pendingHandoff = null;
     scrollToEnd(false);
   }
 
@@ -747,7 +764,8 @@
     finishReply(bubble, frame);
     if (bubble.getAttribute("data-decision") === "answered") personButton(bubble);
     if (seq !== null) {
-      feedbackControls(bubble, seq, frame.rating);
+      if (bubble.getAttribute("data-decision") === "suggested") suggestionControls(bubble, seq, frame.rating);
+      else feedbackControls(bubble, seq, frame.rating);
       bubble.setAttribute("data-seq", String(seq));
       seen.set(seq, bubble);
       bumpSeq(seq);
@@ -779,23 +797,20 @@
     bubble._text = text;
     var textNode = bubble._textNode;
     textNode.textContent = "";
-    // Inline [n] markers stay as text, linked to their source where the citation has one.
-    var marker = /\[(\d{1,4})\]/g;
-    var last = 0;
-    var match;
-    while ((match = marker.exec(text)) !== null) {
-      var link = links.get(match[1]);
-      if (!link) continue;
-      if (match.index > last) textNode.appendChild(document.createTextNode(text.slice(last, match.index)));
-      textNode.appendChild(el("a", {
-        href: link.href, target: "_blank", rel: "noopener", className: "ref",
-        title: citationLabel(link.citation), text: match[0],
-      }));
-      last = match.index + match[0].length;
+    var units = Array.isArray(frame.units) ? frame.units.filter(function (u) {
+      return u && typeof u === "object" && str(u.text).trim();
+    }) : [];
+    if (decision === "suggested" && units.length) {
+      // The card is built from the units; the stored text says the same for e-mail and the staff transcript.
+      suggestionCard(bubble, units, links);
+    } else {
+      withMarkers(textNode, text, links);
     }
-    if (last < text.length) textNode.appendChild(document.createTextNode(text.slice(last)));
 
-    if (citations.length) {
+    var old = bubble.querySelector("[data-role='citations']");
+    if (old) old.remove();
+    // A suggestion's sections are linked at their headings already.
+    if (citations.length && decision !== "suggested") {
       var list = el("ol", { className: "citations", "data-role": "citations", "aria-label": TEXT.sources });
       citations.forEach(function (c) {
         var label = citationLabel(c);
@@ -805,12 +820,52 @@
           : el("span", { text: label }));
         list.appendChild(item);
       });
-      var old = bubble.querySelector("[data-role='citations']");
-      if (old) old.remove();
       bubble.appendChild(list);
     }
     bubble.setAttribute("data-decision", decision);
     bubble.setAttribute("aria-busy", "false");
+  }
+
+  // Text with its inline [n] markers kept as text, linked to their source where the citation has one.
+  function withMarkers(node, text, links) {
+    var marker = /\[(\d{1,4})\]/g;
+    var last = 0;
+    var match;
+    while ((match = marker.exec(text)) !== null) {
+      var link = links.get(match[1]);
+      if (!link) continue;
+      if (match.index > last) node.appendChild(document.createTextNode(text.slice(last, match.index)));
+      node.appendChild(el("a", {
+        href: link.href, target: "_blank", rel: "noopener", className: "ref",
+        title: citationLabel(link.citation), text: match[0],
+      }));
+      last = match.index + match[0].length;
+    }
+    if (last < text.length) node.appendChild(document.createTextNode(text.slice(last)));
+    return node;
+  }
+
+  // The lead line, then each quoted unit under its section's heading, linked to the section.
+  function suggestionCard(bubble, units, links) {
+    bubble.classList.add("suggestion");
+    bubble._textNode.classList.add("lead");
+    bubble._textNode.textContent = TEXT.suggestionLead;
+    var old = bubble.querySelector("[data-role='units']");
+    if (old) old.remove();
+    var list = el("div", { className: "units", "data-role": "units" });
+    units.forEach(function (u) {
+      var heading = str(u.heading_path).trim() || str(u.title).trim();
+      var href = safeHref(u.url);
+      var unit = el("div", { className: "unit", "data-role": "unit", "data-kind": str(u.kind) || null });
+      if (heading) {
+        unit.appendChild(href ? el("a", { className: "section", "data-role": "unit-section", href: href,
+          target: "_blank", rel: "noopener", title: str(u.title).trim() || null, text: heading })
+          : el("span", { className: "section", "data-role": "unit-section", text: heading }));
+      }
+      unit.appendChild(withMarkers(el("p", { className: "quote", "data-role": "unit-text" }), str(u.text), links));
+      list.appendChild(unit);
+    });
+    bubble._textNode.after(list);
   }
 
   function citationLabel(c) {
@@ -972,7 +1027,7 @@
       text: TEXT.talkToPerson });
     if (id) button.setAttribute("data-id", id);
     button.addEventListener("click", function () {
-      requestHandoff();
+      requestHandoff(null);
       markPersonRequested();
       var done = decisionNote(TEXT.followUp);
       node.replaceWith(done);
@@ -1117,6 +1172,37 @@
     box._down.setAttribute("aria-pressed", rating === "down" ? "true" : "false");
     if (rating) box.setAttribute("data-rating", rating);
     else box.removeAttribute("data-rating");
+    if (box._said) box._said(rating);
+  }
+
+  // "Did this answer your question?" under a suggestion: the same feedback as the thumbs (Yes is up, No is
+  // down), and No asks for a person for this suggestion's question. The answer given shows after a reload.
+  function suggestionControls(bubble, seq, rating) {
+    var old = bubble.querySelector("[data-role='feedback']");
+    if (old) old.remove();
+    var yes = el("button", { type: "button", className: "thumb", "data-role": "suggestion-yes",
+      "aria-pressed": "false", text: TEXT.suggestionYes });
+    var no = el("button", { type: "button", className: "thumb", "data-role": "suggestion-no",
+      "aria-pressed": "false", text: TEXT.suggestionNo });
+    var said = el("span", { className: "said", "data-role": "feedback-said", "aria-live": "polite" });
+    var ask = el("span", { className: "ask", "data-role": "suggestion-ask", text: TEXT.suggestionAsk });
+    var box = el("div", { className: "feedback", "data-role": "feedback", role: "group",
+      "aria-label": TEXT.suggestionAsk }, [ask, yes, no, said]);
+    box._up = yes;
+    box._down = no;
+    box._said = function (chosen) {
+      said.textContent = chosen === "up" ? TEXT.suggestionSaidYes : chosen === "down" ? TEXT.suggestionSaidNo : "";
+    };
+    yes.addEventListener("click", function () {
+      if (box.getAttribute("data-rating") !== "up") rate(box, seq, "up", "");
+    });
+    no.addEventListener("click", function () {
+      if (box.getAttribute("data-rating") === "down") return;
+      rate(box, seq, "down", "");
+      askForPerson(seq);
+    });
+    bubble.appendChild(box);
+    showRating(box, rating === "up" || rating === "down" ? rating : null);
   }
 
   function rate(box, seq, rating, reason) {
@@ -1172,8 +1258,12 @@
     if (connected) sendFrame({ type: "message", id: id, text: text });
   }
 
-  function requestHandoff() {
-    if (!(connected && sendFrame({ type: "handoff" }))) pendingHandoff = true;
+  // declinedSeq: the suggestion the customer said did not answer (its turn is the one handed off); null for
+  // "talk to a person" (the latest turn).
+  function requestHandoff(declinedSeq) {
+    var frame = { type: "handoff" };
+    if (declinedSeq) frame.seq = declinedSeq;
+    if (!(connected && sendFrame(frame))) pendingHandoff = frame;
   }
 
   function maybeSendTyping() {
@@ -1239,13 +1329,17 @@
     if (handoff.personRequested || bubble.querySelector("[data-role='talk-to-person']")) return;
     var button = el("button", { type: "button", className: "person", "data-role": "talk-to-person",
       text: TEXT.talkToPerson });
-    button.addEventListener("click", function () {
-      requestHandoff();
-      markPersonRequested();
-      notice(TEXT.personRequested);
-      if (isOpen && ui) ui.input.focus();
-    });
+    button.addEventListener("click", function () { askForPerson(null); });
     bubble.appendChild(button);
+  }
+
+  // The customer wants a person ("talk to a person", or No under a suggestion): the request, the notice;
+  // the status frame that follows brings the availability and, when nobody can answer, the e-mail form.
+  function askForPerson(declinedSeq) {
+    requestHandoff(declinedSeq);
+    markPersonRequested();
+    notice(TEXT.personRequested);
+    if (isOpen && ui) ui.input.focus();
   }
 
   function markPersonRequested() {

@@ -78,6 +78,7 @@ def test_each_day_has_its_figures(known_outcomes):
         HandoffReason.POLICY: 0,
         HandoffReason.PROVIDER_FAILURE: 0,
         HandoffReason.STAFF_TOOK_OVER: 0,
+        HandoffReason.SUGGESTION_DECLINED: 0,
     }
     assert (first.conversations.judged, first.conversations.resolved) == (9, 4)  # c1, c2, c3, c9
     assert (first.conversations.judged_durable, first.conversations.durable) == (9, 2)  # c1, c2
@@ -178,6 +179,23 @@ def _handed_off(after: timedelta, decision: str = Decision.ANSWERED):
         pytest.param(_answered(NOW - 10 * DAY, rating=FeedbackRating.DOWN), 1, 0, 1, 0, id="thumbs-down"),
         pytest.param(_answered(NOW - 10 * DAY, rating=FeedbackRating.UP), 1, 1, 1, 1, id="thumbs-up"),
         pytest.param(_answered(NOW - 10 * DAY, decision=Decision.ABSTAINED), 1, 0, 1, 0, id="abstained"),
+        pytest.param(
+            _answered(NOW - 10 * DAY, decision=Decision.SUGGESTED, rating=FeedbackRating.UP),
+            1,
+            1,
+            1,
+            1,
+            id="suggestion-answered-yes",
+        ),
+        pytest.param(
+            _answered(NOW - 10 * DAY, decision=Decision.SUGGESTED, rating=FeedbackRating.DOWN),
+            1,
+            0,
+            1,
+            0,
+            id="suggestion-answered-no",
+        ),
+        pytest.param(_answered(NOW - 10 * DAY, decision=Decision.SUGGESTED), 1, 0, 1, 0, id="suggestion-unanswered"),
         pytest.param(_handed_off(timedelta(0), Decision.REFERRED), 1, 0, 1, 0, id="referred"),
         pytest.param(_handed_off(HOUR), 1, 0, 1, 0, id="asked-for-a-person-within-24h"),
         pytest.param(_handed_off(3 * DAY), 1, 1, 1, 0, id="asked-for-a-person-after-3-days"),
@@ -200,6 +218,39 @@ def test_resolution_of_one_conversation(build, judged, resolved, judged_durable,
         judged_durable,
         durable,
     )
+
+
+def test_suggestions_are_a_decision_of_their_own_yes_resolves_and_no_hands_off():
+    shop = collection("shop")
+    yes = conversation(shop, D1)  # Yes: resolved
+    turn(yes, D1, Decision.SUGGESTED, rating=FeedbackRating.UP)
+    no = conversation(shop, D1)  # No, and the widget's hand-off of the suggestion's turn
+    declined = turn(no, D1, Decision.SUGGESTED, rating=FeedbackRating.DOWN)
+    hand_off(declined, declined.created_at + timedelta(minutes=1), HandoffReason.SUGGESTION_DECLINED)
+    lost = conversation(shop, D1)  # No, and its hand-off never reached the server: a hand-off all the same
+    turn(lost, D1, Decision.SUGGESTED, rating=FeedbackRating.DOWN)
+    silent = conversation(shop, D1)  # neither Yes nor No: judged, not resolved, not handed off
+    turn(silent, D1, Decision.SUGGESTED)
+    answered = conversation(shop, D1)
+    turn(answered, D1)
+
+    report = outcome_report(Period(date(2026, 3, 1), date(2026, 3, 1)), now=NOW)
+    turns, outcomes = report.totals.turns, report.totals.conversations
+    assert (turns.turns, turns.answered, turns.suggested, turns.abstained, turns.referred) == (5, 1, 4, 0, 0)
+    assert (turns.suggested_yes, turns.suggested_no, turns.rated, turns.rated_up) == (1, 2, 3, 1)
+    assert (outcomes.conversations, outcomes.handed_off) == (5, 2)
+    assert outcomes.by_reason[HandoffReason.SUGGESTION_DECLINED] == 2
+    assert outcomes.by_reason[HandoffReason.CUSTOMER_ASKED] == 0
+    assert (outcomes.judged, outcomes.resolved) == (5, 2)  # the Yes and the answer
+    assert (outcomes.judged_durable, outcomes.durable) == (5, 2)
+
+    values = {column.key: column.value(report.totals) for column in COLUMNS}
+    assert values["suggested_share"] == pytest.approx(0.8)
+    assert values["suggestions"] == 4
+    assert values["suggestion_yes_share"] == pytest.approx(0.25)
+    assert values["suggestion_no_share"] == pytest.approx(0.5)
+    assert values["handoff_rate_suggestion_declined"] == pytest.approx(0.4)
+    assert values["resolution_rate"] == pytest.approx(0.4)
 
 
 def test_a_range_without_data_divides_by_nothing():

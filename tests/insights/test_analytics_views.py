@@ -55,8 +55,8 @@ def test_the_page_shows_totals_days_plots_and_definitions(shop):
     page = response.content.decode()
     assert response.status_code == 200
     totals = page.split('data-role="totals">')[1].split("</tr>")[0]
-    # Conversations, turns, answered, abstained, referred shares, then the hand-off rates.
-    assert "<td>2</td><td>2</td><td>50.0%</td><td>50.0%</td><td>0.0%</td><td>0.0%</td>" in totals
+    # Conversations, turns, answered, suggested, abstained, referred shares, then the hand-off rates.
+    assert "<td>2</td><td>2</td><td>50.0%</td><td>0.0%</td><td>50.0%</td><td>0.0%</td><td>0.0%</td>" in totals
     assert "<td>1,000 ms</td>" in totals  # the median of 800 and 1200
     assert "<td>100.0%</td>" in totals  # the one rated reply was rated up
     assert "Tue 2026-03-03" in page and page.count("data:image/png;base64,") == 3

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from django.utils import timezone
 
-from conversations.models import Decision
+from conversations.models import Decision, FeedbackRating, TurnFeedback
 from conversations.pii import mask_pii
 from insights.errors import GapError
 from insights.gaps import DEFAULT_THRESHOLD, cluster, model_text, run_content_gaps, unanswered_questions
@@ -49,6 +49,19 @@ def test_it_collects_only_abstained_and_referred_questions_of_the_period(collect
     questions = unanswered_questions(collection, since=timezone.now() - timedelta(days=30))
 
     assert [q.turn_id for q in questions] == [referred.pk, abstained.pk]  # newest first
+
+
+def test_it_collects_suggestions_the_customer_said_did_not_answer(collection):
+    declined = asked(collection, SWITZERLAND[0], decision=Decision.SUGGESTED)
+    TurnFeedback.objects.create(turn=declined, rating=FeedbackRating.DOWN)
+    helped = asked(collection, "How do I return an item?", decision=Decision.SUGGESTED)
+    TurnFeedback.objects.create(turn=helped, rating=FeedbackRating.UP)
+    asked(collection, "Can I return a sofa?", decision=Decision.SUGGESTED)  # not answered either way: not a gap
+    abstained = asked(collection, GIFT_WRAP[0])
+
+    questions = unanswered_questions(collection, since=timezone.now() - timedelta(days=30))
+
+    assert [(q.turn_id, q.text) for q in questions] == [(abstained.pk, GIFT_WRAP[0]), (declined.pk, SWITZERLAND[0])]
 
 
 def test_it_uses_the_masked_question_never_the_raw_message(collection, embedder):

@@ -10,9 +10,10 @@ from knowledge.models import Collection
 
 class Command(BaseCommand):
     help = (
-        "Cluster the questions a collection's assistant abstained on or referred (by meaning, with the collection's "
-        "embedding model), store them as a content-gap run (admin: Insights › Content gaps) and print each cluster "
-        "with its size, examples and the nearest published section."
+        "Cluster the questions a collection's assistant abstained on or referred, or whose suggested section the "
+        "customer said did not answer (by meaning, with the collection's embedding model), store them as a "
+        "content-gap run (admin: Insights › Content gaps) and print each cluster with its size, examples and the "
+        "nearest published section."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

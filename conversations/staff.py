@@ -66,7 +66,8 @@ def card_context(conversation: Conversation, user: Any) -> dict[str, Any]:
             ShownReferral(
                 referral=r,
                 question=r.turn.customer_message.words_for(unmasked=unmasked),
-                draft=r.turn.draft,
+                # A suggestion was sent, and the customer said it did not answer: it is no draft to send.
+                draft="" if r.turn.decision == Decision.SUGGESTED else r.turn.draft,
                 claims=list(r.turn.claims.all()),
                 evidence=[p for p in r.turn.context if p.get("trust") == "retrieved"],
                 suggested=list(r.turn.units) if r.turn.decision == Decision.SUGGESTED else [],
@@ -98,7 +99,7 @@ def presence_status(user: Any) -> str:
 
 def _suggested_reply(conversation: Conversation, referrals: list[Referral]) -> str:
     """The newest referred draft, for staff to edit, until someone has replied since it was referred."""
-    latest = next((r for r in reversed(referrals) if r.turn.draft), None)
+    latest = next((r for r in reversed(referrals) if r.turn.draft and r.turn.decision != Decision.SUGGESTED), None)
     if latest is None or conversation.messages.filter(role=Role.STAFF, pk__gt=latest.turn.customer_message_id).exists():
         return ""
     return latest.turn.draft

@@ -16,6 +16,9 @@ from knowledge.help import help_url
 SUGGEST_LEAD = "This part of our help centre looks like what you're asking about:"
 SUGGEST_ASK = "Did this answer your question?"
 MAX_SECTIONS = 2
+# Another section is named beside the reader's only when its best statement scores this close (cross-encoder
+# logits) to the strongest: a weak second guess would bury the first (tuned on the calibration sets).
+SECOND_SECTION_MARGIN = 4.0
 
 
 @dataclass(frozen=True)
@@ -48,10 +51,11 @@ def suggested_sections(
     *,
     max_sections: int = MAX_SECTIONS,
 ) -> list[SuggestedSection]:
-    """The sections to suggest, in the order the reader would say them: each with the whole units the reader
-    chose from it (`chosen`, from choose_statements), or, for the first-ranked section when the reader chose
-    nothing there, its best statement's unit. Only help articles are suggested (a customer's own records are
-    not sections of the help centre)."""
+    """The sections to suggest: first those the reader would quote (`chosen`, from choose_statements), each
+    with the whole units it chose there; then, up to `max_sections`, the strongest other retrieved section
+    whose best statement scores within SECOND_SECTION_MARGIN of the best, with that statement's unit. When
+    retrieval is unsure which of two sections answers, naming both is what helps. Only help articles are
+    suggested (a customer's own records are not sections of the help centre)."""
 
     def section_of(s: ScoredSentence) -> tuple[str, str] | None:
         passage = context.passage(s.passage)
@@ -63,10 +67,16 @@ def suggested_sections(
     for s in chosen:
         if (key := section_of(s)) is not None:
             picked.setdefault(key, []).append(s)
-    if not picked:
-        sectioned = [(key, s) for s in scored if (key := section_of(s)) is not None]
-        if sectioned:
-            key, best = max(sectioned, key=lambda pair: pair[1].score)
+    best_of: dict[tuple[str, str], ScoredSentence] = {}
+    for s in scored:
+        key = section_of(s)
+        if key is not None and (key not in best_of or s.score > best_of[key].score):
+            best_of[key] = s
+    strongest = max((s.score for s in best_of.values()), default=0.0)
+    for key, best in sorted(best_of.items(), key=lambda item: -item[1].score):
+        if len(picked) >= max_sections:
+            break
+        if key not in picked and (not picked or best.score >= strongest - SECOND_SECTION_MARGIN):
             picked[key] = [best]
     return [
         SuggestedSection(tuple(quoted_units(scored, said)), article, heading_path, help_url(article, heading_path))

@@ -60,6 +60,8 @@ def suggested_turn(conversation: Conversation, question: str, *, client_id: str 
         reply_message=replied,
         rewritten_query=question,
         reply=REPLY,
+        # What grounding checked: the quoted units alone.
+        draft="\n\n".join(str(unit["text"]) for unit in UNITS),
         decision=Decision.SUGGESTED,
         units=UNITS,
         citations=CITATIONS,

@@ -96,6 +96,8 @@ def test_declining_a_suggestion_refers_its_turn_with_the_question_masked(shop):
     assert 'data-role="suggested"' in card and "Suggested a section" in card
     assert 'href="/help/returns#return-window"' in card and "Oak Circle members have 60 days" in card
     assert "jane.doe@example.com" not in card
+    # What was suggested is shown as what the customer declined, never offered again as a draft to send.
+    assert 'data-role="draft"' not in card
 
 
 def test_without_a_seq_or_on_an_answer_the_customer_asked_for_a_person(shop):

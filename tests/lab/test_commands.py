@@ -24,7 +24,8 @@ def test_calibrate_fits_the_decision_prints_its_tradeoff_and_stores_it(helpcentr
     dataset = labelled_set(tmp_path / "set.jsonl")
     assert answer_model(helpcentre) == default_model()  # nobody has calibrated this collection yet
     dry = run("calibrate", "--dataset", str(dataset), "--dry-run", "--json", str(tmp_path / "signals.json"))
-    assert "the decision in force (" in dry and "sentence_top" in dry and "dense_top" in dry and "← chosen" in dry
+    assert "the decision in force (" in dry and "sentence_top" in dry and "dense_top" in dry
+    assert "← answer cut" in dry and "← suggest cut" in dry
     assert "fitted probability: ROC AUC" in dry
     assert len(json.loads((tmp_path / "signals.json").read_text())) == 6
     assert not AbstentionThreshold.objects.exists()
@@ -45,14 +46,46 @@ def test_calibrate_fits_the_decision_prints_its_tradeoff_and_stores_it(helpcentr
     model = answer_model(helpcentre)
     assert model.cut == chosen.threshold and model != default_model() and str(dataset) in model.fitted_on
     assert "already calibrated" in run("calibrate", "--dataset", str(dataset), "--if-missing")
+    assert model.suggests_from <= model.cut
     with pytest.raises(CommandError, match="--max-wrong must be a share between 0 and 1"):
         run("calibrate", "--dataset", str(dataset), "--max-wrong", "5")
+    with pytest.raises(CommandError, match="--suggest-reach must be a share between 0 and 1"):
+        run("calibrate", "--dataset", str(dataset), "--suggest-reach", "-1")
     with pytest.raises(CommandError, match="No collection 'nowhere'"):
         run("calibrate", "--dataset", f"{dataset}@nowhere")
 
     (tmp_path / "broken.jsonl").write_text("{not json\n")
     with pytest.raises(CommandError, match=r"broken.jsonl:1"):
         run("calibrate", "--dataset", str(tmp_path / "broken.jsonl"))
+
+
+def test_evaluate_kinds_asks_a_labelled_set_as_full_turns_and_counts_each_kind(helpcentre, tmp_path: Path):
+    rows = [
+        {"question": "how long until my money back shows on my card?", "article": "refunds", "answerable": True},
+        {"question": "what does error E-4012 mean?", "article": "payment-errors", "answerable": True},
+        {"question": "can I pay with seashells?", "article": None, "answerable": False},
+    ]
+    dataset = tmp_path / "set.jsonl"
+    dataset.write_text("".join(json.dumps({**row, "audience": "public"}) + "\n" for row in rows))
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text("query-id\tcorpus-id\tscore\nq1\trefunds\t1\nq1\tpayment-errors\t1\n")
+    out = run(
+        "evaluate",
+        "kinds",
+        "--labelled",
+        f"{dataset}@helpcentre",
+        "--qrels",
+        str(qrels),
+        "--json",
+        str(tmp_path / "k.json"),
+    )
+    summary = json.loads((tmp_path / "k.json").read_text())
+    assert summary["questions"] == 3 and sum(summary["answerable"].values()) == 2
+    assert summary["answerable_answered_or_suggested_relevant"] == 1.0, out
+    assert summary["unanswerable"]["answered"] == 0 and "unanswerable_answered" in out
+    assert Conversation.objects.filter(from_lab=True).count() == 3
+    with pytest.raises(CommandError, match="needs --labelled"):
+        run("evaluate", "kinds")
 
 
 def test_evaluate_grounding_refuses_a_folder_without_evidence(tmp_path: Path):

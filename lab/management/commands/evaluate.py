@@ -25,8 +25,10 @@ from lab.answer_evaluation import (
     evaluate_answers,
     read_golden_set,
 )
+from lab.calibration import labelled_set
 from lab.errors import (
     AttackSetError,
+    CalibrationError,
     GapLabelError,
     GoldenSetError,
     GroundingDatasetError,
@@ -45,6 +47,7 @@ from lab.experiments import golden_stage_figures
 from lab.gap_evaluation import GAP_LABELS, THRESHOLDS, evaluate_gaps, read_gap_labels
 from lab.grounding_evaluation import evaluate_grounding, read_evidence_pairs
 from lab.injection_evaluation import PROVIDERS, evaluate_injection, prepare_poisoned, report_lines, services_for
+from lab.kinds_evaluation import evaluate_kinds, read_co_relevant
 from lab.models import EvaluationKind
 from lab.pii_evaluation import PII_TEST_SET, evaluate_pii, pii_table, read_pii_set
 from lab.poisoning import ATTACKS, read_attacks
@@ -72,7 +75,9 @@ class Command(BaseCommand):
         "`evaluate grounding --dataset SCIFACT --split train`: the support verifier on SUPPORT / CONTRADICT / "
         "unrelated evidence sentences. `evaluate answers [--dataset GOLDEN.jsonl]`: full turns on the golden "
         "question set, with recall@3, MRR, answer correctness, abstention, audience leaks, unsupported claims "
-        "shipped and the failure tree. `evaluate pii [--dataset MESSAGES.jsonl]`: personal-data masking on a "
+        "shipped and the failure tree. `evaluate kinds --labelled FILE@COLLECTION [--qrels TSV]`: full turns on a "
+        "labelled set, counted by kind of reply (answered, suggested, abstained, referred), with the share of "
+        "answerable questions answered or suggested from a relevant article. `evaluate pii [--dataset MESSAGES.jsonl]`: personal-data masking on a "
         "labelled message set (default lab/sample/pii_test.jsonl): recall and precision by kind, kept "
         "identifiers lost, masking latency. `evaluate gaps [--dataset LABELS.jsonl]`: content-gap clustering of the "
         "golden and calibration sets' unanswerable questions against a topic labelling (default "
@@ -81,7 +86,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("what", choices=["retrieval", "grounding", "answers", "pii", "injection", "gaps"])
+        parser.add_argument("what", choices=["retrieval", "grounding", "answers", "kinds", "pii", "injection", "gaps"])
         parser.add_argument(
             "--dataset",
             type=Path,
@@ -113,6 +118,15 @@ class Command(BaseCommand):
         )
         parser.add_argument("--attacks", type=Path, default=ATTACKS, help="injection: the attack manifest")
         parser.add_argument("--poisoned-collection", default="helpcentre-poisoned", help="injection")
+        parser.add_argument(
+            "--labelled",
+            default=None,
+            metavar="FILE[@COLLECTION]",
+            help="kinds: a labelled question set (calibrate's format) asked of its collection (default: --collection)",
+        )
+        parser.add_argument(
+            "--qrels", type=Path, default=None, help="kinds: BEIR qrels naming every relevant article of a question"
+        )
 
     def _config(self, options: dict[str, Any]) -> RetrievalConfig:
         base = default_config()
@@ -132,6 +146,32 @@ class Command(BaseCommand):
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
+
+    def _kinds(self, options: dict[str, Any]) -> None:
+        if not options["labelled"]:
+            raise CommandError("evaluate kinds needs --labelled FILE[@COLLECTION].")
+        try:
+            path, questions, collection = labelled_set(options["labelled"], options["collection"] or "helpcentre")
+            relevant = read_co_relevant(options["qrels"]) if options["qrels"] else None
+        except CalibrationError as exc:
+            raise CommandError(str(exc)) from None
+        questions = questions[: options["limit"]]
+        bar = tqdm(total=len(questions), unit="question", disable=not sys.stderr.isatty())
+        evaluation = evaluate_kinds(questions, collection, default_services(), relevant=relevant, progress=bar.update)
+        bar.close()
+        summary = evaluation.summary()
+        self.stdout.write(f"{path} on {collection.name}: {summary['questions']} questions, full turns")
+        for group in ("answerable", "unanswerable"):
+            self.stdout.write(f"  {group:<13} " + " · ".join(f"{k} {n}" for k, n in summary[group].items()))
+        for key in (
+            "answerable_answered_or_suggested_relevant",
+            "answerable_answered_relevant",
+            "unanswerable_answered",
+            "unanswerable_suggested",
+        ):
+            self.stdout.write(f"  {key:<42} {summary[key]}")
+        if options["json"]:
+            options["json"].write_text(json.dumps(summary, indent=2))
 
     def _grounding(self, options: dict[str, Any]) -> None:
         try:
@@ -323,6 +363,9 @@ class Command(BaseCommand):
             raise CommandError("--limit must be a positive number.")
         if options["what"] == "answers":
             self._answers(options)
+            return
+        if options["what"] == "kinds":
+            self._kinds(options)
             return
         if options["what"] == "injection":
             self._injection(options)

@@ -18,7 +18,7 @@ SUGGEST_ASK = "Did this answer your question?"
 MAX_SECTIONS = 2
 # Another section is named beside the reader's only when its best statement scores this close (cross-encoder
 # logits) to the strongest: a weak second guess would bury the first (tuned on the calibration sets).
-SECOND_SECTION_MARGIN = 4.0
+SECOND_SECTION_MARGIN = 2.0
 
 
 @dataclass(frozen=True)

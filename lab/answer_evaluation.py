@@ -259,6 +259,8 @@ def summarise(results: list[QuestionResult]) -> dict[str, Any]:
         "mrr": round(sum(1 / r.rank for r in answerable if r.rank) / len(answerable), 3) if answerable else None,
         "answer_correct": _share(sum(r.correct for r in answerable), len(answerable)),
         "reached": _share(sum(r.reached for r in answerable), len(answerable)),
+        # Of the replies given as answers, the share that answer an answerable question with its fact.
+        "answer_precision": _share(sum(r.correct for r in answerable), sum(r.decision == "answered" for r in results)),
         # Answers the customer would take at their word and should not: answerable questions answered without
         # the fact, and unanswerable questions answered.
         "confident_wrong": answered_wrong + unanswerable_answered,

@@ -73,6 +73,8 @@ class Command(BaseCommand):
             f"\ndecision: {result.decision} · generator: {result.generator or '-'} · "
             f"evidence score: {result.evidence_score}"
         )
+        if result.units:
+            self.stdout.write("quoted units: " + ", ".join(f"{u['kind']} [{u['passage']}]" for u in result.units))
         for citation in result.citations:
             version = f" v{citation.version}" if citation.version else ""
             self.stdout.write(f"  [{citation.number}] {citation.article}{version} › {citation.heading_path}")

@@ -283,6 +283,7 @@ class Command(BaseCommand):
             "recall@3",
             "mrr",
             "answer_correct",
+            "answer_precision",
             "reached",
             "confident_wrong",
             "unanswerable_answered",

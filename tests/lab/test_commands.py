@@ -60,7 +60,7 @@ def test_calibrate_fits_the_decision_prints_its_tradeoff_and_stores_it(helpcentr
 
 
 def test_evaluate_kinds_asks_a_labelled_set_as_full_turns_and_counts_each_kind(helpcentre, tmp_path: Path):
-    rows = [
+    rows: list[dict[str, object]] = [
         {"question": "how long until my money back shows on my card?", "article": "refunds", "answerable": True},
         {"question": "what does error E-4012 mean?", "article": "payment-errors", "answerable": True},
         {"question": "can I pay with seashells?", "article": None, "answerable": False},

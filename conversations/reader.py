@@ -256,6 +256,8 @@ def led_in(lead: str, statement: str, kind: str = "item") -> str:
 # A procedure longer than this is quoted up to SHOWN_STEPS steps, and the rest left to the article.
 MAX_STEPS = 8
 SHOWN_STEPS = 6
+# A lead-in this short ("Escalate when:") is said with the sentence before it.
+SHORT_LEAD_WORDS = 3
 
 
 @dataclass(frozen=True)
@@ -278,13 +280,18 @@ class QuotedUnit:
         return as_reply([self]).replace(f" [{self.passage}]", "")
 
 
-def _lead_in(scored: Sequence[ScoredSentence], first: ScoredSentence) -> tuple[str, ScoredSentence | None]:
+def _lead_in(scored: Sequence[ScoredSentence], first: ScoredSentence) -> tuple[str, list[ScoredSentence]]:
     """What gives a list or table its meaning: the statement right before it when it announces it
-    ("To turn it on:"), otherwise the heading of its section ("What is not covered")."""
+    ("To turn it on:"), otherwise the heading of its section ("What is not covered"). A lead-in of a few
+    words ("Escalate when:") is said with the sentence before it in its paragraph, which says what it is
+    about ("Escalate … within 4 business hours of identifying the issue."). Returns the statements used."""
     before = _neighbour(scored, first, -1)
-    if before is not None and before.kind == "sentence" and before.statement.introduces:
-        return before.text, before
-    return heading_label(first.heading), None
+    if before is None or before.kind != "sentence" or not before.statement.introduces:
+        return heading_label(first.heading), []
+    context = _neighbour(scored, before, -1)
+    if len(before.text.split()) <= SHORT_LEAD_WORDS and context is not None and context.block == before.block:
+        return f"{context.text} {before.text}", [context, before]
+    return before.text, [before]
 
 
 def _block_of(scored: Sequence[ScoredSentence], of: ScoredSentence) -> list[ScoredSentence]:
@@ -299,7 +306,7 @@ def _structured(
 ) -> tuple[QuotedUnit, list[ScoredSentence]]:
     """A list or table block as one unit: a procedure whole (up to MAX_STEPS), a list's picked items or,
     when the lead-in itself was picked, all of them; each with its lead-in. Returns what it covers."""
-    lead, lead_statement = _lead_in(scored, block[0])
+    lead, lead_statements = _lead_in(scored, block[0])
     kind = "row" if block[0].kind == "row" else "procedure" if any(s.step for s in block) else "list"
     if kind == "procedure" or whole:
         said = block if len(block) <= MAX_STEPS else block[:SHOWN_STEPS]
@@ -308,7 +315,7 @@ def _structured(
     unit = QuotedUnit(
         block[0].passage, kind, tuple(said), lead, cut_short=kind == "procedure" and len(said) < len(block)
     )
-    return unit, [*block, *([lead_statement] if lead_statement is not None else [])]
+    return unit, [*block, *lead_statements]
 
 
 def quoted_units(scored: Sequence[ScoredSentence], chosen: Sequence[ScoredSentence]) -> list[QuotedUnit]:
@@ -369,7 +376,7 @@ def as_reply(units: Sequence[QuotedUnit]) -> str:
         elif len(unit.statements) == 1 and not unit.cut_short:
             parts.append(_cited(led_in(unit.lead, first.text, first.kind), n))
         else:
-            lines = [f"{unit.lead.rstrip(':').rstrip()}: [{n}]"] if unit.lead else []
+            lines = [_cited(f"{unit.lead.rstrip(':').rstrip()}:", n)] if unit.lead else []
             for i, s in enumerate(unit.statements, start=1):
                 lines.append(f"{i}. {_cited(s.text, n)}" if unit.kind == "procedure" else f"- {_cited(s.text, n)}")
             if unit.cut_short:

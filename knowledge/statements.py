@@ -67,8 +67,9 @@ def passage_statements(text: str) -> list[Statement]:
     under_lead = False
 
     def add(piece: str, kind: str, step: bool = False) -> None:
-        # A step may be short ("Click Save."); anything else under three words says nothing quotable.
-        if len(piece.split()) >= (2 if step else 3):
+        # A step may be short ("Click Save."), and so may a lead-in ("Escalate when:"), which gives the list
+        # after it its meaning; anything else under three words says nothing quotable.
+        if len(piece.split()) >= (2 if step else 1 if piece.endswith(":") else 3):
             statements.append(Statement(piece, kind, len(statements), block, step))
 
     for index, line in enumerate(lines):

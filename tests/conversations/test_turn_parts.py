@@ -252,6 +252,21 @@ def test_a_list_item_is_never_said_without_its_lead_in(embedder):
     assert said == "To be eligible: It is in its original box. [1]"
 
 
+def test_a_lead_in_of_a_few_words_is_said_with_the_sentence_before_it(embedder):
+    text = (
+        "Escalate in Ledger within 4 business hours of identifying the issue. Escalate when:\n\n"
+        "- A fraud check flags the case.\n- A card refund has not arrived after 10 business days."
+    )
+    scored = read_as(text, "Escalation › Payments team", {"A card refund has not arrived after 10 business days.": 6.0})
+    reply = as_reply(quoted_units(scored, choose_statements(scored, embed=embedder.encode)))
+    assert reply == (
+        "Escalate in Ledger within 4 business hours of identifying the issue. [1] "
+        "Escalate when: A card refund has not arrived after 10 business days. [1]"
+    )
+    forms = quotable_forms(text, "Escalation › Payments team")
+    assert all(claim.text in forms or claim.text in text for claim in split_claims(reply))
+
+
 def test_a_procedure_is_quoted_whole_with_what_leans_on_it(embedder):
     text = (
         "Each scenario is a test case.\nTo add more test cases:\nSelect Add scenario.\nEnter the inputs."

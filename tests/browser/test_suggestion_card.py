@@ -33,13 +33,6 @@ LEAD = "This part of our help centre looks like what you're asking about:"
 
 
 @pytest.fixture
-def page(browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    yield context.new_page()
-    context.close()
-
-
-@pytest.fixture
 def phone(browser) -> Iterator[Page]:
     """A phone, where the panel fills the screen: the whole card fits in the screenshots."""
     context = browser.new_context(viewport={"width": 430, "height": 932}, is_mobile=True, has_touch=True)

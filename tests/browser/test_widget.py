@@ -4,7 +4,6 @@ hand-off queue. Screenshots go to var/test-artifacts/."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -20,13 +19,6 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("served_helpcentre"
 
 REFUND_QUESTION = "How long will my refund take to show on my card?"
 TURN_TIMEOUT_MS = 90_000  # the server's first turn loads the models
-
-
-@pytest.fixture
-def page(browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    yield context.new_page()
-    context.close()
 
 
 def open_widget(page: Page, live_url: str, path: str = "/") -> None:

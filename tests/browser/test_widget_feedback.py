@@ -3,8 +3,6 @@ changed to a thumbs up; what the server stored at each step. Screenshots go to v
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -12,13 +10,6 @@ from conversations.models import TurnFeedback
 from tests.browser.test_widget import REFUND_QUESTION, TURN_TIMEOUT_MS, ask, open_widget
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("served_helpcentre")]
-
-
-@pytest.fixture
-def page(browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    yield context.new_page()
-    context.close()
 
 
 def test_a_thumbs_down_with_a_reason_stays_pressed_after_a_reload_and_changes_to_up(page, live_url, artifacts):

@@ -6,10 +6,9 @@ route, so the frame is exactly the hostile one under test."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Page, WebSocketRoute, expect
+from playwright.sync_api import WebSocketRoute, expect
 
 pytestmark = pytest.mark.django_db
 
@@ -41,13 +40,6 @@ def _serve_hostile_reply(route: WebSocketRoute) -> None:
                                    "decision": "answered", "citations": CITATIONS}))  # fmt: skip
 
     route.on_message(on_message)
-
-
-@pytest.fixture
-def page(browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    yield context.new_page()
-    context.close()
 
 
 def test_a_reply_renders_no_html_image_or_link_the_citation_list_did_not_give(page, live_url):

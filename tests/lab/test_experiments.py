@@ -69,10 +69,13 @@ def test_the_threshold_experiment_is_stored_reported_and_shown_in_the_admin(help
     # On each set the answerable question is more likely answered than the unanswerable one: a cut separates them.
     for name in sets:
         rows = [r for r in run.figures["rows"] if r["set"] == name]
-        assert any(r["answerable_answered"] == 1.0 and r["unanswerable_answered"] == 0.0 for r in rows)
-        assert sum(r["in_force"] for r in rows) == 1  # the cut in force is marked once per set
+        assert any(r["answerable_at_or_above"] == 1.0 and r["unanswerable_at_or_above"] == 0.0 for r in rows)
+        # Each of the two cuts in force is marked once per set, the suggest cut at or below the answer cut.
+        marked = {kind: [r["cut"] for r in rows if r[kind]] for kind in ("answer_cut", "suggest_cut")}
+        assert len(marked["answer_cut"]) == len(marked["suggest_cut"]) == 1
+        assert marked["suggest_cut"][0] <= marked["answer_cut"][0]
     page = (tmp_path / "r" / "index.html").read_text()
-    assert "cut in force" in page and "ROC AUC" in page
+    assert "answer cut" in page and "suggest cut" in page and "ROC AUC" in page
 
     listing = admin_client.get("/admin/lab/evaluationrun/").content.decode()
     assert 'src="data:image/png;base64,' in listing

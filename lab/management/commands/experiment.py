@@ -126,7 +126,7 @@ class Command(BaseCommand):
         for name, labelled, on in sets:
             table, scores = threshold_experiment(labelled, on, default_services(), progress=lambda *_: bar.update(1))
             model = answer_model(on)
-            at = {cut: rates_at(scores, cut) for cut in (model.cut, model.suggests_from)}
+            at = {cut: rates_at(scores, cut) for cut in dict.fromkeys((model.cut, model.suggests_from))}
             label = f"{name} on {on.name}"
             curves[label] = [(1.0, 1.0), *((r.wrongly_answered, r.answered) for r in table), (0.0, 0.0)]
             chosen[label] = [
@@ -147,14 +147,17 @@ class Command(BaseCommand):
                     suggest.wrongly_answered,
                 ]
             )
+            # Each cut falls on the first row at or above it: the questions it lets through are that row's.
+            answer_row = next((r for r in table if r.threshold >= model.cut), None)
+            suggest_row = next((r for r in table if r.threshold >= model.suggests_from), None)
             rows.extend(
                 {
                     "set": label,
                     "cut": round(r.threshold, 4),
                     "answerable_at_or_above": round(r.answered, 3),
                     "unanswerable_at_or_above": round(r.wrongly_answered, 3),
-                    "answer_cut": r.threshold == model.cut,
-                    "suggest_cut": r.threshold == model.suggests_from,
+                    "answer_cut": r is answer_row,
+                    "suggest_cut": r is suggest_row,
                 }
                 for r in table
             )

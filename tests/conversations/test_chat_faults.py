@@ -37,6 +37,7 @@ def drop_every_connection() -> int:
     return len(rows)
 
 
+@pytest.mark.usefixtures("answers_when_relevant")
 def test_postgres_dropping_its_connections_mid_conversation_costs_no_message(small_helpcentre) -> None:
     async def conversation() -> tuple[dict[str, Any], dict[str, Any], int]:
         socket = await open_chat()

@@ -18,6 +18,7 @@ def run(*args: str) -> str:
     return out.getvalue()
 
 
+@pytest.mark.usefixtures("answers_when_relevant")
 def test_ask_prints_the_turn_as_json(helpcentre):
     printed = json.loads(run("ask", "how long until my money back shows on my card?", "--json"))
     assert printed["decision"] == "answered"

@@ -163,11 +163,12 @@ def run_conversation(collection: Collection, services: TurnServices) -> tuple[li
 COOLDOWN_S = 600.0
 
 
+@pytest.mark.usefixtures("answers_when_relevant")
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
 def test_every_turn_is_answered_by_the_offline_reader_or_referred(helpcentre, embedder, provider, capsys):
     offline, offline_s = run_conversation(helpcentre, turn_services(embedder, None))
     decisions = [decision for decision, _ in offline]
-    assert set(decisions) <= {"answered", "abstained", "referred"} and "answered" in decisions
+    assert set(decisions) <= {"answered", "suggested", "abstained", "referred"} and "answered" in decisions
     figures = [f"no provider: turn median {statistics.median(offline_s):.2f} s, max {max(offline_s):.2f} s"]
     for mode in ("timeout", "overloaded"):
         for cooldown_s in (0.0, COOLDOWN_S):

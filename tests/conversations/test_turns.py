@@ -165,6 +165,7 @@ def test_words_taken_for_personal_data_are_searched_as_written_and_stored_masked
     assert "Shipping and delivery › International shipping" in [c["heading_path"] for c in turn.candidates[:3]]
 
 
+@pytest.mark.usefixtures("answers_when_relevant")
 def test_personal_data_reaches_claude_masked_and_the_record_keeps_the_original(helpcentre, embedder):
     raw = (
         "Hi, I'm Sarah Connor (sarah.connor@example.com, +44 20 7946 0958). I paid with 4111 1111 1111 1111; "
@@ -193,6 +194,7 @@ def poisoned(sample_dir: Path, embedder) -> Collection:
     return Collection.objects.get(name="helpcentre")
 
 
+@pytest.mark.usefixtures("answers_when_relevant")
 def test_an_instruction_inside_an_article_stays_inert_text(poisoned, embedder):
     question = "my refund is late, what goodwill do I get?"
     extractive = answer_turn(conversation(poisoned), question, services=services(embedder))

@@ -274,11 +274,6 @@ class QuotedUnit:
     lead: str = ""
     cut_short: bool = False  # a long procedure: its first steps, the rest in the article
 
-    @property
-    def text(self) -> str:
-        """The unit as plain text, without citations (what `evaluate answers --report` shows)."""
-        return as_reply([self]).replace(f" [{self.passage}]", "")
-
 
 def _lead_in(scored: Sequence[ScoredSentence], first: ScoredSentence) -> tuple[str, list[ScoredSentence]]:
     """What gives a list or table its meaning: the statement right before it when it announces it

@@ -34,14 +34,20 @@ class SuggestedSection:
         return as_reply(self.units)
 
     def as_record(self) -> dict[str, Any]:
-        return {
-            "passage": self.units[0].passage,
-            "kind": self.units[-1].kind,
-            "text": self.quote,
-            "title": self.heading_path,
-            "heading_path": self.heading_path,
-            "url": self.url,
-        }
+        return units_record(self.units, self.article, self.heading_path)
+
+
+def units_record(units: Sequence[QuotedUnit], article: str, heading_path: str) -> dict[str, Any]:
+    """Quoted units of one section as a turn stores them (`Turn.units`): kind, text with citations, and the
+    section's title and help-page link (none for a customer's own records, which have no page: article "")."""
+    return {
+        "passage": units[0].passage,
+        "kind": units[-1].kind,
+        "text": as_reply(units),
+        "title": heading_path,
+        "heading_path": heading_path,
+        "url": help_url(article, heading_path) if article else "",
+    }
 
 
 def suggested_sections(

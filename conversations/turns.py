@@ -10,6 +10,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -47,9 +48,14 @@ from conversations.reader import (
 from conversations.recording import TurnOutcome, TurnResult, record_turn
 from conversations.rewrite import question_focus, rewrite_by_rule, rewrite_query
 from conversations.services import PROBABILITY, TurnServices, answer_model, default_services
-from conversations.suggestion import SuggestedSection, suggested_sections, suggestion_draft, suggestion_reply
+from conversations.suggestion import (
+    SuggestedSection,
+    suggested_sections,
+    suggestion_draft,
+    suggestion_reply,
+    units_record,
+)
 from knowledge.fuzzy import corrected, find_typos
-from knowledge.help import help_url
 from knowledge.injection import without_outside_links
 from knowledge.models import Collection
 from knowledge.rerank import rerank_passage
@@ -290,19 +296,11 @@ def _run(
     return outcome
 
 
-def unit_record(unit: QuotedUnit, context: Context) -> dict[str, object]:
-    """A quoted unit as the turn stores it: its kind and text, and the section it comes from."""
+def unit_record(unit: QuotedUnit, context: Context) -> dict[str, Any]:
+    """A quoted unit as the turn stores it, with the section it comes from."""
     passage = context.passage(unit.passage)
-    if passage is None:
-        return {"passage": unit.passage, "kind": unit.kind, "text": as_reply([unit])}
-    return {
-        "passage": unit.passage,
-        "kind": unit.kind,
-        "text": as_reply([unit]),
-        "title": passage.heading_path,
-        "heading_path": passage.heading_path,
-        "url": help_url(passage.article, passage.heading_path) if passage.source == "article" else "",
-    }
+    article = passage.article if passage is not None and passage.source == "article" else ""
+    return units_record([unit], article, passage.heading_path if passage is not None else "")
 
 
 def _answered_by_record(context: Context, scored: list[ScoredSentence]) -> bool:

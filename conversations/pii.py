@@ -26,10 +26,14 @@ from conversations.pii_patterns import (
     CARD_REGEX,
     CONTEXT_RULES,
     DATE_REGEX,
+    GROUPED_PHONE_REGEX,
+    IBAN_REGEX,
     INTERNATIONAL_PHONE_REGEX,
+    NAME_WITH_INITIAL_REGEX,
     NATIONAL_ID_PATTERNS,
     STREET_ADDRESS_PATTERNS,
     digits_of,
+    iban_valid,
     luhn_valid,
     national_id_valid,
 )
@@ -208,6 +212,21 @@ def _build_analyzer() -> AnalyzerEngine:
                 patterns=[Pattern("+country code", INTERNATIONAL_PHONE_REGEX, 0.6)],
             ),
             PatternRecognizer(
+                supported_entity="PHONE_NUMBER",
+                name="GroupedPhoneRecognizer",
+                patterns=[Pattern("digits in groups", GROUPED_PHONE_REGEX, 0.45)],
+            ),
+            PatternRecognizer(
+                supported_entity="PERSON",
+                name="NameWithInitialRecognizer",
+                patterns=[Pattern("first name, initials, last name", NAME_WITH_INITIAL_REGEX, CONTEXT_SCORE)],
+            ),
+            PatternRecognizer(
+                supported_entity="IBAN_CODE",
+                name="AnyCaseIbanRecognizer",
+                patterns=[Pattern("IBAN, any case", IBAN_REGEX, 0.6)],
+            ),
+            PatternRecognizer(
                 supported_entity="NATIONAL_ID",
                 name="NationalIdRecognizer",
                 patterns=[Pattern(name, regex, score) for name, regex, score in NATIONAL_ID_PATTERNS],
@@ -272,7 +291,8 @@ def mask_pii(text: str, *, kinds: Collection[str] | None = None) -> MaskedText:
         if result.entity_type in wanted
     ]
     detections += _context_detections(text, wanted)
-    trimmed = [_without_hinglish_edges(text, d) if d.kind in _NAMED_KINDS else d for d in detections]
+    named = [piece for d in detections if d.kind in _NAMED_KINDS for piece in _line_pieces(text, d)]
+    trimmed = [_without_hinglish_edges(text, d) for d in named] + [d for d in detections if d.kind not in _NAMED_KINDS]
     plausible = [d for d in trimmed if d.end > d.start and _plausible(text, d.kind, d.start, d.end)]
     return _replace(text, _merge_overlaps(plausible))
 
@@ -286,6 +306,21 @@ def _context_detections(text: str, wanted: Collection[str]) -> list[_Detection]:
         for found in rule.found.finditer(text):
             detections.append(_Detection(rule.kind, found.start("value"), found.end("value"), CONTEXT_SCORE))
     return detections
+
+
+def _line_pieces(text: str, detection: _Detection) -> list[_Detection]:
+    """A name or place never runs over a line break, though spaCy reads "Yefremova\nAddress" as one name;
+    the piece of a line that is a form's label ("Address:") is not part of it, nor is the first word of a
+    line that goes on ("Porto\nOrder LO-2048173"): spaCy glued it to the line before."""
+    pieces = []
+    for line in re.finditer(r"[^\n]+", text[detection.start : detection.end]):
+        start, end = detection.start + line.start(), detection.start + line.end()
+        if text[end : end + 1] == ":" or not text[start:end].strip():
+            continue
+        if line.start() > 0 and text[end:].split("\n", 1)[0].strip(" \t.,;"):
+            continue
+        pieces.append(_Detection(detection.kind, start, end, detection.score))
+    return pieces
 
 
 def _without_hinglish_edges(text: str, detection: _Detection) -> _Detection:
@@ -316,6 +351,8 @@ def _plausible(text: str, kind: str, start: int, end: int) -> bool:
     if kind == "PHONE_NUMBER" and not MIN_PHONE_DIGITS <= len(digits_of(value)) <= MAX_PHONE_DIGITS:
         return False
     if kind == "NATIONAL_ID" and not national_id_valid(value):
+        return False
+    if kind == "IBAN_CODE" and not iban_valid(value):
         return False
     if kind in ("PHONE_NUMBER", "LOCATION") and DATE_REGEX.fullmatch(value.strip()):
         return False

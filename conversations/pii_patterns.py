@@ -38,6 +38,32 @@ CARD_REGEX = r"\b(?:\d{4}(?P<sep>[ \-])\d{4}(?P=sep)\d{4}(?P=sep)\d{1,7}|\d{12,1
 # format; Presidio's recogniser only knows the formats of the regions it is given.
 INTERNATIONAL_PHONE_REGEX = r"(?<![\w+])\+\d{1,3}(?:[ .\-]|\(0\)\s?)?\(?\d{1,5}\)?(?:[ .\-]?\d{1,5}){1,5}\b"
 
+# --- Account numbers ---------------------------------------------------------------------------------
+# An IBAN in any case and grouping ("gb42nawi04454264788619" typed into a chat); Presidio's recogniser only
+# reads capitals. The mod-97 check (iban_valid) keeps order and tracking references out.
+IBAN_REGEX = r"(?i)(?<![a-z0-9])[a-z]{2}\d{2}(?:[ \-]?[a-z0-9]{4}){2,7}(?:[ \-]?[a-z0-9]{1,3})?(?![a-z0-9])"
+
+
+def iban_valid(value: str) -> bool:
+    """The ISO 13616 check: the country and check digits moved to the end, letters as 10..35, mod 97 is 1."""
+    compact = re.sub(r"[\s\-]", "", value).upper()
+    if not 15 <= len(compact) <= 34 or not compact.isalnum():
+        return False
+    rearranged = compact[4:] + compact[:4]
+    return int("".join(str(int(char, 36)) for char in rearranged)) % 97 == 1
+
+
+# --- Phone numbers in any grouping ------------------------------------------------------------------
+# Digits in two or more groups, as every country writes them ("(37) 788-063", "60-56-85-91", "0171 498 2210",
+# "555.014.2233 x12"); Presidio's recogniser knows only the formats of the regions it is given. Dates, order
+# and tracking references, amounts and versions are told apart by conversations.pii (digit count, what comes
+# before, the date pattern); twelve digits in three fours is how tracking numbers are written, not phones.
+GROUPED_PHONE_REGEX = (
+    r"(?<![\w+/.,\-])(?<!\d[ .\-])(?!\d{4}([ .\-])\d{4}\1\d{4}\b)(?:\(\d{1,5}\)[ .\-]?|\d{1,5}[ .\-])(?:\d{1,5}[ .\-]){0,5}\d{2,6}"
+    r"(?:[ \t]*(?:x|ext\.?|extension)[ \t]*\d{1,5})?(?![\w/]|[.,\-]\d)"
+)
+
+
 # --- National identity numbers ----------------------------------------------------------------------
 # Formats distinctive enough to mask without a context word; each (name, regex, score).
 NATIONAL_ID_PATTERNS = (
@@ -118,6 +144,13 @@ _TAIL_PART = (
     + r")?)(?:[ \t]+\([A-Z]{2}\))?"
 )
 _TAIL = r"(?:(?:,[ \t]*|[ \t]+(?=\d))" + _TAIL_PART + r"){0,4}"
+# Street types written as their own word after the street's name, in the orders other countries use
+# ("Erzsébet tér 19", "Bahçe Sokak 12", "Rua das Flores 8", "Nørre Allé 5").
+_STREET_TYPES_AFTER = (
+    r"utca|út|útja|tér|tere|körút|köz|sor|fasor|rakpart|sétány|gatan|gata|vägen|väg|gränd|vej|gade|allé|"
+    r"katu|tie|kuja|cesta|ulica|ulice|náměstí|třída|sokak|sokağı|caddesi|cad\.|mahallesi|bulvarı|"
+    r"strasse|straße|straat|ulitsa|prospekt|pereulok|shosse|naberezhnaya|odos|leoforos"
+)
 STREET_ADDRESS_PATTERNS = (
     # 221B Baker Street, 8353 Kathleen Highway Apt. 681, 12 baker street, H.No. 806, Sami Ganj, 20/323, Bhasin Circle
     (
@@ -132,8 +165,20 @@ STREET_ADDRESS_PATTERNS = (
     (
         "German or Dutch street",
         r"\b[^\W\d_][\w\-]*(?:straße|strasse|str\.|weg|gasse|platz|allee|ring|damm|ufer|chaussee|"
-        r"straat|laan|baan|dreef|hof|pad|singel|steeg|gracht|kade|dijk|plein|boulevard|markt)\s+\d{1,4}"
+        r"straat|laan|baan|dreef|hof|pad|singel|steeg|gracht|kade|dijk|plein|boulevard|markt|gatan|vägen|gade|vej|"
+        r"katu|tie|veien|gata|utca|körút)\s+\d{1,4}"
         r"(?:\s?[a-z]\b)?(?:[-/]\d{1,4})?\b" + _UNIT + _TAIL,
+    ),
+    # 233 Erzsébet tér 19. Suite 282; Bahçe Sokak No: 12; Nørre Allé 5
+    (
+        "Street type after the name",
+        r"(?:\b\d{1,5}[A-Z]?,?[ \t]+)?(?-i:[^\W\d_a-z][\w'\-]*\.?)(?:[ \t]+(?-i:[^\W\d_a-z][\w'\-]*\.?)){0,3}"
+        r"[ \t]+(?i:"
+        + _STREET_TYPES_AFTER
+        + r")\b(?:[ \t]+(?:No\.?:?[ \t]*)?\d{1,5}[a-zA-Z]?\b\.?(?:/\d{1,4})?)?"
+        + _UNIT
+        + r"(?:[ \t]+(?-i:[^\W\d_a-z][^\W\d_]+)(?=[ \t]*(?:[,.\n]|$)))?"
+        + _TAIL,
     ),
     # 6, rue Michel; avenue de Da Costa; Calle Mayor 5; Paseo de Joan Ojeda 83 Piso 0; Viale Simone, 5;
     # ul. Malczewskiego 81; aleja Turystyczna 39/15
@@ -180,7 +225,14 @@ _NOT_NAME_WORD = (
 # A name is one to three words; stopping at a function word keeps the rest of the sentence.
 _NAME = _NOT_NAME_WORD + _NAME_WORD + r"(?:[ \t]+" + _NOT_NAME_WORD + _NAME_WORD + r"){0,2}"
 _CAPITALISED_WORD = r"[^\W\d_a-z][^\W\d_'\-]*(?:['\-][^\W\d_]+)*"
-_CAPITALISED_NAME = r"(?-i:" + _CAPITALISED_WORD + r"(?:[ \t]+" + _CAPITALISED_WORD + r"){0,2})"
+# An initial keeps its full stop: "Faina D. Yefremova".
+_CAPITALISED_NAME = r"(?-i:" + _CAPITALISED_WORD + r"(?:[ \t]+" + _CAPITALISED_WORD + r"(?:(?<=\b[^\W\d_])\.)?){0,3})"
+# A capitalised first and last name with initials between ("Szabina J Gelencsér", "Faina D. Yefremova"):
+# the shape of a person's name wherever it stands, which the small NER model misses in names it never saw.
+NAME_WITH_INITIAL_REGEX = (
+    r"(?-i:\b[^\W\d_a-z][^\W\d_A-Z]+(?:[ \t]+[^\W\d_a-z]\.?){1,2}[ \t]+[^\W\d_a-z][^\W\d_A-Z]+"
+    r"(?:-[^\W\d_a-z][^\W\d_A-Z]+)?\b)"
+)
 # What customers write after "I'm" or "this is" when no name follows.
 _NOT_A_NAME_AFTER_I_AM = (
     r"(?!(?:sorry|urgent|ridiculous|unacceptable|frustrated|annoyed|disappointed|confused|worried|upset|"
@@ -196,6 +248,21 @@ _SIGN_OFF = (
     r"signed|sincerely|yours|br"
 )
 
+_HONORIFIC = r"(?:mr|mrs|ms|miss|mx|dr|prof|professor|sir|madam|dame|mme|mlle|herr|frau|sr|sra|srta|sig|sig\.ra)"
+# Labels of forms, records and signatures after which a name follows: "Customer: Faina D. Yefremova",
+# "Attn: …", "Signed: …"; the name is capitalised, as forms write it.
+_PERSON_LABELS = (
+    r"contact(?:\s+person)?|customer|client|patient|applicant|candidate|employee|attn|attention|recipient|"
+    r"sender|signed|signature|author|manager|supervisor|landlord|tenant|guest|passenger|beneficiary|"
+    r"(?:account\s+)?holder|owner|student|teacher|witness|emergency\s+contact|next\s+of\s+kin|spouse|"
+    r"(?:first|last|middle|given|family|sur)\s*name|surname|forename"
+)
+# Address labels; an e-mail, IP or web address is another kind.
+_ADDRESS_LABELS = (
+    r"(?<!e-)(?<!e)(?<!ip)(?<!web)(?<!mac)(?<!email)\b(?:(?:street|home|postal|mailing|billing|shipping|"
+    r"delivery|residential|permanent|current|office|work|business)\s+)?(?:address|addr\.?)"
+)
+
 CONTEXT_RULES = (
     # "my name is rubija", "mera naam Uwe hai", "Name: Ayinde Faleti": the words say a name follows,
     # whatever its case and however rare it is for the NER model.
@@ -206,6 +273,18 @@ CONTEXT_RULES = (
         r"(?:my|our)\s+(?:wife|husband|partner|son|daughter|mother|father|mum|mom|dad|brother|sister|friend|"
         r"colleague|neighbour|neighbor)|(?:parcel|package|delivery)\s+(?:is\s+)?(?:for|to))[ \t]*",
         _NAME,
+    ),
+    # A salutation or an honorific: "Dear Szabina,", "Dr. Kowalczyk", "Mrs O'Neill".
+    _rule("PERSON", r"\bdear[ \t]+(?:" + _HONORIFIC + r"\.?[ \t]+)?|\b" + _HONORIFIC + r"\.?[ \t]+", _CAPITALISED_NAME),
+    _rule("PERSON", r"\b(?:" + _PERSON_LABELS + r")[ \t]*:[ \t]*\n?[ \t]*", _CAPITALISED_NAME),
+    # "Address:" then the rest of the line (or the next line when the label ends its own).
+    # It ends where a reference or the next sentence starts: "delivery address: 4 Elm Road, order #8140".
+    _rule(
+        "LOCATION",
+        _ADDRESS_LABELS + r"[ \t]*:[ \t]*\n?[ \t]*",
+        r"[^\s:][^\n;|]{2,100}?(?=[ \t]*(?:[;|\n]|$)|[ \t]*[,.]?[ \t]+(?:order|pedido|invoice|ticket|ref|reference|"
+        r"tracking|please|thanks|and\s+(?:my|the|phone|email|order))\b|[ \t]*[,.]?[ \t]*\#"
+        r"|\.[ \t]+(?-i:[A-Z])[a-z]+[ \t])",
     ),
     # A sign-off, the name after it on the same line or the next: "Best,\nAntoni", "signed, erica lundqvist".
     _rule("PERSON", r"\b(?:" + _SIGN_OFF + r")\b[ \t]*[,\-]?[ \t]*\n?[ \t]*", _NAME),
@@ -245,7 +324,7 @@ CONTEXT_RULES = (
     _rule(
         "PHONE_NUMBER",
         r"\b(?:call|calls|ring|phone|mobile|mob|cell|tel|telephone|whatsapp|sms|text|texts|reach|reached|"
-        r"contact|messages|number|no|num|nr)\b[^\d\n+(]{0,20}",
+        r"contact|messages|number|no|num|nr|fax)\b(?:[^\d\n+(]{0,20}|[ \t]*:[ \t]*\n[ \t]*)",
         r"(?:\+\s?|\(\+?)?\d[\d \t.\-()/]{5,20}\d",
     ),
     # "My card 4131034282458809939 is expiring": after "card", 12 to 19 digits are a card number even when

@@ -328,3 +328,37 @@ def test_a_two_letter_place_is_still_a_place_but_an_order_number_is_not():
     assert mask_pii("delivery to the UK, invoice for LO-6085507").text == (
         "delivery to the <LOCATION_1>, invoice for LO-6085507"
     )
+
+
+@pytest.mark.parametrize("phone", ["(37) 788-063", "60-56-85-91", "0171 498 2210", "555.014.2233 x12", "4 71 23 90 15"])
+def test_it_masks_a_phone_number_in_any_countrys_grouping(phone):
+    assert mask_pii(f"you can reach me at {phone} after six").text == "you can reach me at <PHONE_NUMBER_1> after six"
+
+
+def test_a_form_label_on_its_own_line_still_announces_its_value():
+    masked = mask_pii(
+        "Customer: Marta K. Nowak\nPhone:\n06-12-34-56\nAddress: Rua das Flores 8, Porto\nOrder LO-2048173"
+    )
+
+    assert masked.text == "Customer: <PERSON_1>\nPhone:\n<PHONE_NUMBER_1>\nAddress: <LOCATION_1>\nOrder LO-2048173"
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("Tomasz W Zielinski asked about the lamp", "<PERSON_1> asked about the lamp"),
+        ("Dear Mrs Okonkwo, thank you", "Dear <PERSON_1>, thank you"),
+    ],
+)
+def test_a_name_is_known_by_its_shape_or_its_salutation(text, masked):
+    assert mask_pii(text).text == masked
+
+
+@pytest.mark.parametrize("address", ["Andrássy út 12", "Bahçe Sokak No: 12", "Storgatan 5", "Nørrebrogade 31"])
+def test_it_masks_addresses_written_street_name_first(address):
+    assert mask_pii(f"I moved to {address} last week").text == "I moved to <LOCATION_1> last week"
+
+
+def test_an_iban_in_lower_case_is_masked_and_one_failing_its_check_is_not():
+    assert mask_pii("my iban is de89 3704 0044 0532 0130 00").text == "my iban is <IBAN_CODE_1>"
+    assert mask_pii("my iban is de88 3704 0044 0532 0130 00").text == "my iban is de88 3704 0044 0532 0130 00"

@@ -20,8 +20,14 @@ from conversations.context import Context
 from conversations.providers import ProviderUnavailable
 from conversations.reader import passage_sentences, quotable_forms
 from knowledge.embeddings import Embedder
-from knowledge.injection import looks_like_instruction
+from knowledge.injection import without_instructions
 from knowledge.rerank import CrossEncoder
+
+_ALONE_ON_SUSPECT = (
+    "no trusted statement of the cited passage supports it, and one that may be written for the model was "
+    "left out: a person should check"
+)
+_NO_TIER = "no tier could ground it: a person should check"
 
 
 class Tier(StrEnum):
@@ -98,17 +104,23 @@ class Grounder:
         # Verified records (chunk_id None) were built for this customer alone, this turn.
         if any(p.chunk_id is not None and p.chunk_id not in visible_chunks for p in cited):
             return verdict(False, Tier.CITATION, "cites an article that is not current for this customer")
-        # A sentence that addresses the assistant is inert text: it can never count as support.
-        sentences = [s for p in cited for s in passage_sentences(p.text) if not looks_like_instruction(s)]
+        # A sentence that addresses the assistant is inert text: it can never count as support. Nor can one
+        # that may: what it alone supports goes to a person, never to the customer.
+        trusted = [without_instructions(p.text, suspect_too=True) for p in cited]
+        sentences = [s for text, _ in trusted for s in passage_sentences(text)]
+        doubted = any(left_out for _, left_out in trusted)
+        unsupported = verdict(False, Tier.PERSON, _ALONE_ON_SUSPECT if doubted else _NO_TIER)
         evidence = "\n".join(sentences)
         if not sentences:
-            return verdict(False, Tier.CITATION, "the cited passage has no statement to support it")
+            return unsupported if doubted else verdict(False, Tier.CITATION, "the cited passage has no statement")
         # A passage's heading is part of it: "E-4012: Card declined…" states the code its heading names.
         if missing := missing_numbers(claim.text, "\n".join([evidence, *(p.heading_path for p in cited)])):
             return verdict(False, Tier.CITATION, f"the cited passage does not state {', '.join(sorted(missing))}")
         quoted = normalise(claim.text)
         if quoted in normalise(evidence) or any(
-            quoted in normalise(form) for p in cited for form in quotable_forms(p.text, p.heading_path)
+            quoted in normalise(form)
+            for p, (text, _) in zip(cited, trusted, strict=True)
+            for form in quotable_forms(text, p.heading_path)
         ):
             return verdict(True, Tier.EXACT, "quoted from the cited passage")
 
@@ -135,7 +147,7 @@ class Grounder:
             except ProviderUnavailable as exc:
                 return verdict(False, Tier.PERSON, f"the LLM judge was unavailable ({exc}): a person should check")
             return verdict(supported, Tier.LLM_JUDGE, f"the LLM judge found it {'' if supported else 'un'}supported")
-        return verdict(False, Tier.PERSON, "no tier could ground it: a person should check")
+        return unsupported
 
     def ground_reply(self, reply: str, context: Context, visible_chunks: Collection[int]) -> list[ClaimVerdict]:
         return [self.ground(claim, context, visible_chunks) for claim in split_claims(reply)]

@@ -21,7 +21,7 @@ import numpy as np
 from conversations.claims import content_words, numbers_in
 from conversations.context import Context, Trust
 from knowledge.chunking import HEADING_SEPARATOR, split_sentences
-from knowledge.injection import looks_like_instruction, without_outside_links
+from knowledge.injection import Suspicion, suspicion, without_outside_links
 from knowledge.rerank import CrossEncoder, Reading, best_of, read_passages
 from knowledge.statements import Statement, passage_statements
 
@@ -79,7 +79,8 @@ def score_sentences(
     first. A passage the reranker already read (`read`, by chunk) keeps those scores: each text is scored
     once per turn; the others are read now. Statements written for the model ("ignore your rules…",
     conversations/injection.py) are never candidates, and links out of the help centre are not quoted:
-    evidence is quoted, never obeyed or repeated as policy."""
+    evidence is quoted, never obeyed or repeated as policy. Nor is a statement the detector only suspects:
+    the reader quotes what it can stand behind."""
     read = read or {}
     verified = [p for p in context.evidence if p.trust is Trust.VERIFIED]
     retrieved = [p for p in context.evidence if p.trust is not Trust.VERIFIED][:passages]
@@ -95,7 +96,7 @@ def score_sentences(
         quoted = {
             r.statement.position
             for r in passage_readings
-            if not looks_like_instruction(r.statement.text) and without_outside_links(r.statement.text) in given
+            if suspicion(r.statement.text) is Suspicion.CLEAN and without_outside_links(r.statement.text) in given
         }
         scored.extend(
             ScoredSentence(

@@ -7,21 +7,28 @@ that reads as such is left out of the chunks when an article is ingested (knowle
 neither moves retrieval nor reaches a generator, and again out of every passage a turn's context is built
 from (conversations/context.py: chunks stored before, a customer's own records), so neither the reader nor
 a model can quote or obey it; links and images that do not point at the help centre are taken out of the
-evidence and of every reply. Pure: no Django, no models.
+evidence and of every reply. No database: the rules below, and the learned detector of
+knowledge/injection_model.py for the prose no rule names.
 
 What counts as written for a model, each a way a help article never speaks: it tells a reader to set rules
 aside, gives the assistant a role or a system message, addresses an AI or shapes "your answer", sets a
 task on some "following text", asks a customer for secrets to be sent somewhere, hides in raw HTML, in
-base64 or backwards, or is in another language than the English article around it.
+base64 or backwards, or is in another language than the English article around it. Where the learned
+detector is sure, a statement is planted too; where it is only suspicious, the statement stays evidence but
+can support nothing on its own (conversations/grounding.py, conversations/reader.py).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
+from collections.abc import Callable
+from enum import StrEnum
 
 from knowledge.chunking import split_sentences
+from knowledge.injection_model import shipped_model
 
 _FLAGS = re.IGNORECASE | re.UNICODE
 _AI = (
@@ -130,8 +137,36 @@ def _foreign(text: str) -> bool:
     return foreign >= 3 and foreign > 2 * sum(w in _ENGLISH for w in words)
 
 
+class Suspicion(StrEnum):
+    CLEAN = "clean"
+    SUSPECT = "suspect"  # kept as evidence; what it alone supports goes to a person
+    PLANTED = "planted"  # left out of the index, the context and every reply
+
+
+# A turn asks about the same sentences several times (context, reader, each claim's grounding).
+@functools.lru_cache(maxsize=8192)
+def suspicion(text: str) -> Suspicion:
+    """How a statement reads: written for a customer or staff member, perhaps for the model, or for it."""
+    if _ruled_planted(text):
+        return Suspicion.PLANTED
+    model = shipped_model()
+    probability = model.probability(text)
+    if probability >= model.high_cut:
+        return Suspicion.PLANTED
+    return Suspicion.SUSPECT if probability >= model.low_cut else Suspicion.CLEAN
+
+
 def looks_like_instruction(text: str) -> bool:
     """Whether a statement reads as written for the model rather than for a customer or staff member."""
+    return suspicion(text) is Suspicion.PLANTED
+
+
+def looks_suspect(text: str) -> bool:
+    """Whether a statement may be written for the model: not sure enough to leave it out."""
+    return suspicion(text) is Suspicion.SUSPECT
+
+
+def _ruled_planted(text: str) -> bool:
     if _INSTRUCTION.search(text) or _HTML_TAG.search(text) or _OUTSIDE_IMAGE.search(text):
         return True
     if not _NEGATED.search(text) and (
@@ -172,18 +207,17 @@ _MARKUP_BREAK = re.compile(r"(?<=[.!?>])\s+(?=[<#\[!.(])|(?<=>)\s+(?=[A-Z])")
 _ITEM_MARK = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+")
 
 
-def _clean_line(line: str) -> tuple[str | None, int]:
+def _clean_line(line: str, planted: Callable[[str], bool]) -> tuple[str | None, int]:
     """A line of a passage without its planted statements (None: nothing is left), and how many went."""
     if not line.strip():
         return line, 0
     if line.lstrip().startswith("|"):
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        planted = looks_like_instruction(line) or any(looks_like_instruction(cell) for cell in cells)
-        return (None, 1) if planted else (without_outside_links(line), 0)
+        return (None, 1) if planted(line) or any(planted(cell) for cell in cells) else (without_outside_links(line), 0)
     if _ITEM_MARK.match(line):
-        return (None, 1) if looks_like_instruction(_ITEM_MARK.sub("", line)) else (without_outside_links(line), 0)
+        return (None, 1) if planted(_ITEM_MARK.sub("", line)) else (without_outside_links(line), 0)
     sentences = [piece for sentence in split_sentences(line) for piece in _MARKUP_BREAK.split(sentence)]
-    kept = [s for s in sentences if not looks_like_instruction(s)]
+    kept = [s for s in sentences if not planted(s)]
     if len(kept) == len(sentences):
         return without_outside_links(line), 0
     if not kept:
@@ -192,13 +226,18 @@ def _clean_line(line: str) -> tuple[str | None, int]:
     return (cleaned if cleaned.strip() else None), len(sentences) - len(kept)
 
 
-def without_instructions(text: str) -> tuple[str, int]:
-    """A passage as evidence: its planted statements left out and its outside links taken off, with the
-    markdown structure (tables, lists, paragraphs) kept; and how many statements were left out."""
+def _doubted(text: str) -> bool:
+    return suspicion(text) is not Suspicion.CLEAN
+
+
+def without_instructions(text: str, *, suspect_too: bool = False) -> tuple[str, int]:
+    """A passage as evidence: its planted statements (and with ``suspect_too`` its suspect ones) left out
+    and its outside links taken off, with the markdown structure (tables, lists, paragraphs) kept; and how
+    many statements were left out."""
     lines: list[str] = []
     dropped = 0
     for line in text.split("\n"):
-        cleaned, gone = _clean_line(line)
+        cleaned, gone = _clean_line(line, _doubted if suspect_too else looks_like_instruction)
         dropped += gone
         if cleaned is not None:
             lines.append(cleaned)

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
@@ -21,7 +22,9 @@ from conversations.reader import (
     with_heading,
 )
 from conversations.rewrite import is_follow_up, question_focus, rewrite_by_rule, rewrite_query
-from knowledge.injection import looks_like_instruction
+from knowledge import injection
+from knowledge.injection import Suspicion, looks_like_instruction, suspicion
+from knowledge.injection_model import InjectionModel, feature_indices
 from knowledge.rerank import Reading, default_reranker
 from knowledge.statements import passage_statements
 from tests.loopback import free_port
@@ -378,3 +381,37 @@ def test_an_nli_model_plugs_into_the_entailment_tier(tiny_nli_model: Path, embed
     )
     verdict = grounder.ground(ClaimText("Refunds reach cards within 5 to 10 business days.", (1,)), context, {4})
     assert verdict.supported and verdict.tier == "nli"
+
+
+SUSPECT = "Store credit is issued for every late parcel."
+
+
+@pytest.fixture
+def detector_suspecting_one_sentence(monkeypatch):
+    """A detector model whose only weights are the features of SUSPECT, set to land it between the cuts:
+    it stands for a statement the learned detector is unsure of, without depending on where the shipped
+    model's cuts fall."""
+    features = feature_indices(SUSPECT)
+    weights = np.zeros(1 << 18, dtype=np.float32)
+    weights[features] = 10.0 / np.sqrt(len(features))
+    model = InjectionModel(weights, bias=-10.0, high_cut=0.9, low_cut=0.4)
+    monkeypatch.setattr(injection, "shipped_model", lambda: model)
+    suspicion.cache_clear()
+    yield
+    suspicion.cache_clear()
+
+
+def test_what_only_a_suspect_statement_supports_goes_to_a_person(detector_suspecting_one_sentence, embedder):
+    clean = "Card refunds take 5 to 10 business days after approval."
+    assert suspicion(SUSPECT) is Suspicion.SUSPECT and suspicion(clean) is Suspicion.CLEAN
+    context = assemble_context("p", [evidence(4, f"{clean} {SUSPECT}")], [], budget_tokens=500, count_tokens=words)
+    assert SUSPECT in render_evidence(context)  # kept as evidence, unlike a planted statement
+    grounder = Grounder(embedder, default_reranker())
+
+    alone = grounder.ground(ClaimText(SUSPECT, (1,)), context, {4})
+    backed = grounder.ground(ClaimText(clean, (1,)), context, {4})
+
+    assert (alone.supported, alone.tier) == (False, "person") and "may be written for the model" in alone.reason
+    assert (backed.supported, backed.tier) == (True, "exact")
+    read = score_sentences("When do I get store credit?", context, default_reranker())
+    assert [s.text for s in read if SUSPECT in s.text] == []

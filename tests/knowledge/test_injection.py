@@ -9,27 +9,13 @@ import pytest
 from django.conf import settings
 
 from conversations.context import Evidence, assemble_context
-from knowledge.chunking import split_sentences
 from knowledge.cleaning import clean_markdown
-from knowledge.injection import looks_like_instruction, without_instructions, without_outside_links
-from knowledge.statements import passage_statements
+from knowledge.injection import looks_like_instruction, looks_suspect, without_instructions, without_outside_links
 from lab.injection_evaluation import surfaces
+from lab.injection_training import help_centre_statements
 from lab.poisoning import read_attacks
 
 DEV_ATTACKS = [a for a in read_attacks() if a.split == "dev"]
-
-
-def help_centre_statements() -> list[tuple[str, str]]:
-    """Every statement (sentence, list item, table row) and every sentence of every prose line."""
-    found = []
-    for path in sorted(Path(settings.SAMPLE_HELP_CENTRE).glob("*.md")):
-        body = path.read_text(encoding="utf-8").split("---", 2)[2]
-        for block in re.split(r"\n\s*\n", body):
-            if block.lstrip().startswith("#"):
-                continue
-            found += [(path.stem, s.text) for s in passage_statements(block)]
-            found += [(path.stem, s) for line in block.splitlines() for s in split_sentences(line)]
-    return found
 
 
 @pytest.mark.parametrize("attack", DEV_ATTACKS, ids=lambda a: a.id)
@@ -44,9 +30,9 @@ def test_every_dev_attack_is_left_out_of_the_evidence(attack):
 
 
 def test_no_sentence_of_the_sample_help_centre_reads_as_an_instruction():
-    statements = help_centre_statements()
+    statements = help_centre_statements(Path(settings.SAMPLE_HELP_CENTRE))
     assert len(statements) > 900  # the whole help centre was read, staff procedures included
-    assert [s for s in statements if looks_like_instruction(s[1])] == []
+    assert [s for s in statements if looks_like_instruction(s) or looks_suspect(s)] == []
 
 
 @pytest.mark.parametrize(

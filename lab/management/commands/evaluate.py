@@ -12,6 +12,7 @@ from conversations.services import default_services
 from knowledge.embeddings import default_embedder, secondary_embedder
 from knowledge.errors import KnowledgeError
 from knowledge.ingest import configured_chunking, ingest
+from knowledge.injection_model import shipped_model
 from knowledge.models import Collection
 from knowledge.rerank import default_reranker
 from knowledge.retrieval import RetrievalConfig, default_config
@@ -47,6 +48,7 @@ from lab.experiments import golden_stage_figures
 from lab.gap_evaluation import GAP_LABELS, THRESHOLDS, evaluate_gaps, read_gap_labels
 from lab.grounding_evaluation import evaluate_grounding, read_evidence_pairs
 from lab.injection_evaluation import PROVIDERS, evaluate_injection, prepare_poisoned, report_lines, services_for
+from lab.injection_training import detector_report
 from lab.kinds_evaluation import evaluate_kinds, read_co_relevant
 from lab.models import EvaluationKind
 from lab.pii_evaluation import PII_TEST_SET, evaluate_pii, pii_table, read_pii_set
@@ -87,7 +89,9 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("what", choices=["retrieval", "grounding", "answers", "kinds", "pii", "injection", "gaps"])
+        parser.add_argument(
+            "what", choices=["retrieval", "grounding", "answers", "kinds", "pii", "injection", "detector", "gaps"]
+        )
         parser.add_argument(
             "--dataset",
             type=Path,
@@ -374,6 +378,14 @@ class Command(BaseCommand):
             return
         if options["what"] == "pii":
             self._pii(options)
+            return
+        if options["what"] == "detector":
+            try:
+                attacks = [(a.split, a.text) for a in read_attacks(options["attacks"])]
+                lines = detector_report(shipped_model(), Path(settings.SAMPLE_HELP_CENTRE), attacks)
+            except (AttackSetError, InjectionSetupError) as exc:
+                raise CommandError(str(exc)) from None
+            self.stdout.write("\n".join(lines))
             return
         if options["what"] == "gaps":
             self._gaps(options)

@@ -46,9 +46,11 @@ _ENGLISH_PATTERNS = (
     r"^\s*override\s*:",
     r"\bno longer applies\b.{0,40}\b(?:promise|grant|approve|offer)\b",
     # A role, a persona or a system message.
-    r"\b(?:you are now|act as|pretend (?:to be|you are|you're)|role-?play|let'?s play a game|from now on you|"
-    r"developer mode|jailbreak|system prompt|new instructions|new rules? for|as an ai|without restrictions|"
-    r"with no limits)\b",
+    # "Act as" and "jailbreak" only as said to the assistant: documentation configures a proxy to act as a
+    # relay and detects jailbroken phones.
+    r"\b(?:you are now|pretend (?:to be|you are|you're)|role-?play|let'?s play a game|from now on you|"
+    r"developer mode|jailbreak (?:mode|prompt)|system prompt|new instructions|new rules? for|as an ai|"
+    r"without restrictions|with no limits)\b|^\W*act as\b|\byou (?:will |must |should |shall |now )?act as\b",
     r"\[/?(?:system|inst|assistant|admin)\]|<\|?/?(?:system|im_start|im_end|assistant|passage|evidence|policy)\b",
     r"^\s*#{1,6}\s*system\b",
     # Addressed to the assistant, or to what it writes.
@@ -66,9 +68,10 @@ _ENGLISH_PATTERNS = (
     r"\b(?:analy[sz]e|classify|rate) the (?:sentiment|tone)\b|\bthe following (?:tweet|review|text|message|email|"
     r"post|comment|statement)\b|\bin the style of\b|\bsummari[sz]e this (?:page|article|text|section)\b",
     # Passing something on to the customer that no article would ask staff to pass on like this.
-    r"^\W*(?:mention|add|include a note|let (?:the )?(?:customers?|users?|shoppers?|readers?) know|"
-    r"inform (?:the )?(?:customers?|users?|shoppers?|readers?)|say|tell (?:the )?(?:users?|shoppers?|readers?))\b"
-    r"(?:.{0,40}\b(?:that|to)\b)",
+    # "Add that …" passes a claim on; "Add a title to the card" is an ordinary step.
+    r"^\W*(?:mention|add|include a note|say)\b.{0,40}\bthat\b",
+    r"^\W*(?:let (?:the )?(?:customers?|users?|shoppers?|readers?) know|inform (?:the )?(?:customers?|users?|"
+    r"shoppers?|readers?)|tell (?:the )?(?:users?|shoppers?|readers?))\b.{0,40}\b(?:that|to)\b",
     r"^\W*(?:recommend|promote|advertise)\b",
 )
 _INSTRUCTION = re.compile("|".join(f"(?:{p})" for p in _ENGLISH_PATTERNS), _FLAGS | re.MULTILINE)

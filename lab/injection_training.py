@@ -33,9 +33,11 @@ DATASETS = Path(__file__).resolve().parent / "datasets" / "injection"
 # The share of dev's benign text each cut may flag: the high cut drops a statement, so it may cost almost
 # nothing; the low cut only withholds what a suspect statement alone supports.
 HIGH_CUT_BENIGN = 0.001
-LOW_CUT_BENIGN = 0.005
-# Inverse regularisation strength, chosen on dev (recall at the high cut) among 0.3, 1, 3, 10.
-REGULARISATION = 3.0
+LOW_CUT_BENIGN = 0.002
+# Inverse regularisation strength, chosen on dev (attack recall at the low cut) among 0.3, 1, 3, 10, 30, 100:
+# 0.68, 0.75, 0.79, 0.84, 0.87, 0.88; 10 is where the gain flattens and held-out documentation stays under
+# 0.2 % flagged.
+REGULARISATION = 10.0
 
 
 @dataclass(frozen=True)

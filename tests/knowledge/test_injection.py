@@ -10,7 +10,7 @@ from django.conf import settings
 
 from conversations.context import Evidence, assemble_context
 from knowledge.cleaning import clean_markdown
-from knowledge.injection import looks_like_instruction, looks_suspect, without_instructions, without_outside_links
+from knowledge.injection import looks_like_instruction, without_instructions, without_outside_links
 from lab.injection_evaluation import surfaces
 from lab.injection_training import help_centre_statements
 from lab.poisoning import read_attacks
@@ -32,7 +32,9 @@ def test_every_dev_attack_is_left_out_of_the_evidence(attack):
 def test_no_sentence_of_the_sample_help_centre_reads_as_an_instruction():
     statements = help_centre_statements(Path(settings.SAMPLE_HELP_CENTRE))
     assert len(statements) > 900  # the whole help centre was read, staff procedures included
-    assert [s for s in statements if looks_like_instruction(s) or looks_suspect(s)] == []
+    # None is left out; a few may be suspect (kept, but what they alone support goes to a person): `evaluate
+    # detector` reports how many.
+    assert [s for s in statements if looks_like_instruction(s)] == []
 
 
 @pytest.mark.parametrize(

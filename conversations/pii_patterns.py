@@ -59,7 +59,8 @@ def iban_valid(value: str) -> bool:
 # and tracking references, amounts and versions are told apart by conversations.pii (digit count, what comes
 # before, the date pattern); twelve digits in three fours is how tracking numbers are written, not phones.
 GROUPED_PHONE_REGEX = (
-    r"(?<![\w+/.,\-])(?<!\d[ .\-])(?!\d{4}([ .\-])\d{4}\1\d{4}\b)(?:\(\d{1,5}\)[ .\-]?|\d{1,5}[ .\-])(?:\d{1,5}[ .\-]){0,5}\d{2,6}"
+    r"(?<![\w+/.,\-])(?<!\d[ .\-])(?!\d{4}([ .\-])\d{4}\1\d{4}\b)"
+    r"(?:\(\d{1,5}\)[ .\-]?|\d{1,5}[ .\-])(?:\d{1,5}[ .\-]){0,5}\d{2,6}"
     r"(?:[ \t]*(?:x|ext\.?|extension)[ \t]*\d{1,5})?(?![\w/]|[.,\-]\d)"
 )
 

@@ -352,7 +352,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     sets = build(args.mirrors, args.out)
-    repos = sorted({r for r, *_ in TRAIN_ATTACKS + TRAIN_DOCS + EXTERNAL_ATTACKS + HELD_OUT_DOCS} | {"asappresearch/abcd"})
+    specs = TRAIN_ATTACKS + TRAIN_DOCS + EXTERNAL_ATTACKS + HELD_OUT_DOCS
+    repos = sorted({r for r, *_ in specs} | {"asappresearch/abcd"})
     for repo in repos:
         print(f"{repo} @ {git(args.mirrors, repo, 'rev-parse', 'HEAD').strip()}")
     for name, rows in sets.items():

@@ -173,6 +173,7 @@ def help_centre_passages(folder: Path) -> list[str]:
 def detector_report(model: InjectionModel, help_centre: Path, attacks: Sequence[tuple[str, str]]) -> list[str]:
     """The shipped detector (rules and model, and the model alone) on text no cut was chosen on: held-out
     documentation and attacks from other collections, the help centre, and our planted attacks by split."""
+
     def detector(text: str) -> str:
         return suspicion(text).value
 

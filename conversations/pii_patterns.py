@@ -57,11 +57,12 @@ def iban_valid(value: str) -> bool:
 # Digits in two or more groups, as every country writes them ("(37) 788-063", "60-56-85-91", "0171 498 2210",
 # "555.014.2233 x12"); Presidio's recogniser knows only the formats of the regions it is given. Dates, order
 # and tracking references, amounts and versions are told apart by conversations.pii (digit count, what comes
-# before, the date pattern); twelve digits in three fours is how tracking numbers are written, not phones.
+# before, the date pattern). Twelve digits in three fours are a tracking number, and a year-month-day or digits
+# running into a time are a date: neither is a phone.
 GROUPED_PHONE_REGEX = (
-    r"(?<![\w+/.,\-])(?<!\d[ .\-])(?!\d{4}([ .\-])\d{4}\1\d{4}\b)"
+    r"(?<![\w+/.,\-])(?<!\d[ .\-])(?!\d{4}([ .\-])\d{4}\1\d{4}\b|\d{4}-\d{1,2}-\d{1,2}\b)"
     r"(?:\(\d{1,5}\)[ .\-]?|\d{1,5}[ .\-])(?:\d{1,5}[ .\-]){0,5}\d{2,6}"
-    r"(?:[ \t]*(?:x|ext\.?|extension)[ \t]*\d{1,5})?(?![\w/]|[.,\-]\d)"
+    r"(?:[ \t]*(?:x|ext\.?|extension)[ \t]*\d{1,5})?(?![\w/]|[.,:\-]\d)"
 )
 
 

@@ -311,7 +311,8 @@ CONTEXT_RULES = (
         _NAME + r"(?=[,.]?[ \t]+(?:here|again)\b)",
     ),
     _rule("PERSON", r"\b(?:call|ring|ask\s+for)[ \t]+", _NAME + r"(?=[ \t]+(?:on|at|when)\b)"),
-    _rule("PERSON", r"\bis\s+this[ \t]+", _NAME + r"(?=[ \t]*\?)"),
+    # "Is this Kaja?" on the phone; "is this possible?" is a question.
+    _rule("PERSON", r"\bis\s+this[ \t]+", _CAPITALISED_NAME + r"(?=[ \t]*\?)"),
     _rule("PERSON", r"(?:^|(?<=\n)|\bfrom\b:?)[ \t]*", _NAME + r"(?=[ \t]*[<(][^>)\s]+@)"),
     # Weak cues ("this is", "I'm"): a capitalised name, or one in lower case that ends where a name
     # would and is not a word people write there ("i'm sorry, ...", "this is urgent").

@@ -102,6 +102,7 @@ def test_it_masks_a_name_its_cue_announces_in_any_case(text, masked):
         "The reading lamp was delivered on 04.01.2027, tracking 4821 0365 9731.",
         "Tracking number RM482913507GB shows nothing since 17 Jun",
         "Order 1042 cost £89.00 on 2026-11-15 and failed with e-4012",
+        "Can I return it after 30 days? Is this possible?",
     ],
 )
 def test_what_a_customer_writes_around_personal_data_stays(text):

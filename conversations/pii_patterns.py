@@ -182,6 +182,20 @@ STREET_ADDRESS_PATTERNS = (
         + r"(?:[ \t]+(?-i:[^\W\d_a-z][^\W\d_]+)(?=[ \t]*(?:[,.\n]|$)))?"
         + _TAIL,
     ),
+    # 5586 Þórunnarstræti 31, 87818 Dalmatinova 68 Apt. 263: a house number, a street named without a type
+    # word, its number; the street's words capitalised or written with letters English has none of.
+    (
+        "Number, street name, number",
+        r"\b\d{1,5}[ \t]+(?:(?-i:[^\W\d_a-z][^\W\d_]*\.?)|[a-z]*[^\W\d_a-z\x00-\x7f][^\W\d_]*)"
+        r"(?:[ \t]+(?:(?-i:[^\W\d_a-z][^\W\d_]*\.?)|[^\W\d_]*[^\W\d_\x00-\x7f][^\W\d_]*|da|de|do|di|del|la|le)){0,4}"
+        r"[ \t]+\d{1,4}[a-zA-Z]?\b(?:/\d{1,4})?" + _UNIT + _TAIL,
+    ),
+    # P.O. Box 186, PSC 0272, Box 1651, Unit 5146 Box 1772: post office and forces' boxes.
+    (
+        "Post box",
+        r"(?:\b\d{1,5}[ \t]+)?\b(?:P\.?[ \t]?O\.?[ \t]*Box|Post(?:al)?[ \t]+Office[ \t]+Box|"
+        r"PSC[ \t]+\d{1,5},?[ \t]+Box|Unit[ \t]+\d{1,5},?[ \t]+Box)[ \t]+\d{1,6}\b" + _UNIT + _TAIL,
+    ),
     # 6, rue Michel; avenue de Da Costa; Calle Mayor 5; Paseo de Joan Ojeda 83 Piso 0; Viale Simone, 5;
     # ul. Malczewskiego 81; aleja Turystyczna 39/15
     (
@@ -287,6 +301,21 @@ CONTEXT_RULES = (
         r"[^\s:][^\n;|]{2,100}?(?=[ \t]*(?:[;|\n]|$)|[ \t]*[,.]?[ \t]+(?:order|pedido|invoice|ticket|ref|reference|"
         r"tracking|please|thanks|and\s+(?:my|the|phone|email|order))\b|[ \t]*[,.]?[ \t]*\#"
         r"|\.[ \t]+(?-i:[A-Z])[a-z]+[ \t])",
+    ),
+    # Where someone lives or wants a parcel, said in words: "lives at 333 Golfskálinn 78", "the corner of
+    # Alšova 408 and …", "send a new one to …". Only a value with a house number: "send it to my office" is
+    # not an address.
+    _rule(
+        "LOCATION",
+        r"\b(?:(?:lives?|living|located|based|staying)[ \t]+(?:at|on)|(?:drops?[ \t]+(?:you[ \t]+)?off|meet[ \t]+"
+        r"(?:me|us)|stop)[ \t]+at(?:[ \t]+the[ \t]+corner[ \t]+of)?|(?:the[ \t]+)?corner[ \t]+of|(?:send|ship|deliver|"
+        r"mail|post|return)\w*[ \t]+(?:(?:it|them|this|that|a[ \t]+new[ \t]+one|everything)[ \t]+)?to|address[ \t]+"
+        r"(?:is|to|with))[ \t]+",
+        # A house number and a street's capitalised name: "meet me at 5 pm" is a time.
+        r"(?=[^\n,;?!]{0,40}\d)(?=[^\n,;?!]{0,60}(?-i:\b[^\W\d_a-z][^\W\d_]{2,}))"
+        r"(?-i:[^\W_a-z])[^\n,;?!]{2,80}?(?=[ \t]*(?:[,;?!\n]|\.(?:[ \t]|$)|$)"
+        r"|[ \t]+(?:in|for|last|the|until|by|on|since|before|after|instead|please|thanks|asap|today|tomorrow|"
+        r"or|but|because|so)\b)",
     ),
     # A sign-off, the name after it on the same line or the next: "Best,\nAntoni", "signed, erica lundqvist".
     _rule("PERSON", r"\b(?:" + _SIGN_OFF + r")\b[ \t]*[,\-]?[ \t]*\n?[ \t]*", _NAME),

@@ -103,6 +103,7 @@ def test_it_masks_a_name_its_cue_announces_in_any_case(text, masked):
         "Tracking number RM482913507GB shows nothing since 17 Jun",
         "Order 1042 cost £89.00 on 2026-11-15 and failed with e-4012",
         "Can I return it after 30 days? Is this possible?",
+        "Can we meet at 5 pm? I ordered 2 Linen napkins and it is 3 weeks late.",
     ],
 )
 def test_what_a_customer_writes_around_personal_data_stays(text):
@@ -355,7 +356,10 @@ def test_a_name_is_known_by_its_shape_or_its_salutation(text, masked):
     assert mask_pii(text).text == masked
 
 
-@pytest.mark.parametrize("address", ["Andrássy út 12", "Bahçe Sokak No: 12", "Storgatan 5", "Nørrebrogade 31"])
+@pytest.mark.parametrize(
+    "address",
+    ["Andrássy út 12", "Bahçe Sokak No: 12", "Storgatan 5", "Nørrebrogade 31", "14 Kaivokatu 8", "PO Box 4417"],
+)
 def test_it_masks_addresses_written_street_name_first(address):
     assert mask_pii(f"I moved to {address} last week").text == "I moved to <LOCATION_1> last week"
 
@@ -363,3 +367,9 @@ def test_it_masks_addresses_written_street_name_first(address):
 def test_an_iban_in_lower_case_is_masked_and_one_failing_its_check_is_not():
     assert mask_pii("my iban is de89 3704 0044 0532 0130 00").text == "my iban is <IBAN_CODE_1>"
     assert mask_pii("my iban is de88 3704 0044 0532 0130 00").text == "my iban is de88 3704 0044 0532 0130 00"
+
+
+def test_an_address_said_in_words_is_masked_up_to_where_the_sentence_goes_on():
+    masked = mask_pii("She lives at 9 Vesterbro Torv, and the parcel went to the corner of Rua Augusta 12 and Praça 3")
+
+    assert masked.text == "She lives at <LOCATION_1>, and the parcel went to the corner of <LOCATION_2>"

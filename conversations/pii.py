@@ -61,6 +61,9 @@ SCORE_THRESHOLD = 0.4
 # order numbers; 8 keeps every mobile and city number we expect while dropping short references.
 # E.164 allows 15 digits; a longer run is a card or an account.
 MIN_PHONE_DIGITS = 8
+# ... unless a word says a phone number follows ("Phone: 451 5986", "call me on 467 3395"): a local number
+# of 7 digits, as much of the world dials them.
+MIN_ANNOUNCED_PHONE_DIGITS = 7
 MAX_PHONE_DIGITS = 15
 # The regions whose national formats (without +country code) the phone recogniser tries: the shop's
 # customers, by the help centre's shipping list. Each region is one more pass over the text.
@@ -338,19 +341,26 @@ def _without_hinglish_edges(text: str, detection: _Detection) -> _Detection:
     )
 
 
-def _is_card_context(text: str, start: int) -> bool:
-    card_rule = next(rule for rule in CONTEXT_RULES if rule.kind == "CREDIT_CARD")
-    return card_rule.before.search(text, max(0, start - 40), start) is not None
+def _announced(text: str, start: int, kind: str) -> bool:
+    """Whether the words right before ``start`` say a value of ``kind`` follows ("card", "phone:")."""
+    return any(
+        rule.before.search(text, max(0, start - 40), start) is not None for rule in CONTEXT_RULES if rule.kind == kind
+    )
 
 
 def _plausible(text: str, kind: str, start: int, end: int) -> bool:
     value = text[start:end]
     if kind == "CREDIT_CARD":
         digits = digits_of(value)
-        if not (12 <= len(digits) <= 19 and (luhn_valid(digits) or _is_card_context(text, start))):
+        if not (12 <= len(digits) <= 19 and (luhn_valid(digits) or _announced(text, start, "CREDIT_CARD"))):
             return False
-    if kind == "PHONE_NUMBER" and not MIN_PHONE_DIGITS <= len(digits_of(value)) <= MAX_PHONE_DIGITS:
-        return False
+    if kind == "PHONE_NUMBER":
+        shortest = MIN_ANNOUNCED_PHONE_DIGITS if _announced(text, start, "PHONE_NUMBER") else MIN_PHONE_DIGITS
+        if not shortest <= len(digits_of(value)) <= MAX_PHONE_DIGITS:
+            return False
+        # Digits after a letter prefix and a hyphen are a reference's: "LO-3022303", "INV-4417200".
+        if re.search(r"(?<![\w-])[A-Za-z]{1,5}-$", text[max(0, start - 6) : start]):
+            return False
     if kind == "NATIONAL_ID" and not national_id_valid(value):
         return False
     if kind == "IBAN_CODE" and not iban_valid(value):

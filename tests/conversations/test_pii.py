@@ -373,3 +373,8 @@ def test_an_address_said_in_words_is_masked_up_to_where_the_sentence_goes_on():
     masked = mask_pii("She lives at 9 Vesterbro Torv, and the parcel went to the corner of Rua Augusta 12 and Praça 3")
 
     assert masked.text == "She lives at <LOCATION_1>, and the parcel went to the corner of <LOCATION_2>"
+
+
+def test_a_local_number_of_seven_digits_is_a_phone_when_a_word_announces_it_and_a_reference_never_is():
+    assert mask_pii("Phone: 451 5986").text == "Phone: <PHONE_NUMBER_1>"
+    assert mask_pii("order no LO-3022303, contact on INV-4417200").text == "order no LO-3022303, contact on INV-4417200"

@@ -350,6 +350,8 @@ def test_a_form_label_on_its_own_line_still_announces_its_value():
     [
         ("Tomasz W Zielinski asked about the lamp", "<PERSON_1> asked about the lamp"),
         ("Dear Mrs Okonkwo, thank you", "Dear <PERSON_1>, thank you"),
+        ("my friends call me tunde, can you help", "my friends call me <PERSON_1>, can you help"),
+        ("please change the name to Mr. Ilkka Rautio", "please change the name to Mr. <PERSON_1>"),
     ],
 )
 def test_a_name_is_known_by_its_shape_or_its_salutation(text, masked):

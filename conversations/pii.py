@@ -205,40 +205,33 @@ def _build_analyzer() -> AnalyzerEngine:
             IbanRecognizer(),
             IpRecognizer(),
             UrlRecognizer(),
-            PatternRecognizer(
-                supported_entity="CREDIT_CARD",
-                name="AnyIssuerCardRecognizer",
-                patterns=[Pattern("13 to 19 digits", CARD_REGEX, 0.5)],
-            ),
-            PatternRecognizer(
-                supported_entity="PHONE_NUMBER",
-                name="InternationalPhoneRecognizer",
-                patterns=[Pattern("+country code", INTERNATIONAL_PHONE_REGEX, 0.6)],
-            ),
-            PatternRecognizer(
-                supported_entity="PHONE_NUMBER",
-                name="GroupedPhoneRecognizer",
-                patterns=[Pattern("digits in groups", GROUPED_PHONE_REGEX, 0.45)],
-            ),
-            PatternRecognizer(
-                supported_entity="PERSON",
-                name="NameWithInitialRecognizer",
-                patterns=[Pattern("first name, initials, last name", NAME_WITH_INITIAL_REGEX, CONTEXT_SCORE)],
-            ),
-            PatternRecognizer(
-                supported_entity="IBAN_CODE",
-                name="AnyCaseIbanRecognizer",
-                patterns=[Pattern("IBAN, any case", IBAN_REGEX, 0.6)],
-            ),
-            PatternRecognizer(
-                supported_entity="NATIONAL_ID",
-                name="NationalIdRecognizer",
-                patterns=[Pattern(name, regex, score) for name, regex, score in NATIONAL_ID_PATTERNS],
-            ),
-            PatternRecognizer(
-                supported_entity="LOCATION",
-                name="StreetAddressRecognizer",
-                patterns=[Pattern(name, regex, STREET_ADDRESS_SCORE) for name, regex in STREET_ADDRESS_PATTERNS],
+            *(
+                PatternRecognizer(supported_entity=kind, name=name, patterns=patterns)
+                for kind, name, patterns in (
+                    ("CREDIT_CARD", "AnyIssuerCardRecognizer", [Pattern("13 to 19 digits", CARD_REGEX, 0.5)]),
+                    (
+                        "PHONE_NUMBER",
+                        "InternationalPhoneRecognizer",
+                        [Pattern("+country code", INTERNATIONAL_PHONE_REGEX, 0.6)],
+                    ),
+                    ("PHONE_NUMBER", "GroupedPhoneRecognizer", [Pattern("in groups", GROUPED_PHONE_REGEX, 0.45)]),
+                    (
+                        "PERSON",
+                        "NameWithInitialRecognizer",
+                        [Pattern("first name, initials, last name", NAME_WITH_INITIAL_REGEX, CONTEXT_SCORE)],
+                    ),
+                    ("IBAN_CODE", "AnyCaseIbanRecognizer", [Pattern("IBAN, any case", IBAN_REGEX, 0.6)]),
+                    (
+                        "NATIONAL_ID",
+                        "NationalIdRecognizer",
+                        [Pattern(name, regex, score) for name, regex, score in NATIONAL_ID_PATTERNS],
+                    ),
+                    (
+                        "LOCATION",
+                        "StreetAddressRecognizer",
+                        [Pattern(name, regex, STREET_ADDRESS_SCORE) for name, regex in STREET_ADDRESS_PATTERNS],
+                    ),
+                )
             ),
         ],
         supported_languages=["en"],

@@ -12,7 +12,6 @@ external attacks, every statement of the sample help centre, and the planted att
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import re
 import statistics
@@ -28,6 +27,7 @@ from knowledge.injection import suspicion, without_instructions
 from knowledge.injection_model import FEATURE_BITS, MODEL_FILE, InjectionModel, feature_indices
 from knowledge.statements import passage_statements
 from lab.errors import InjectionSetupError
+from lab.jsonl import json_lines
 
 DATASETS = Path(__file__).resolve().parent / "datasets" / "injection"
 # The share of dev's benign text each cut may flag: the high cut drops a statement, so it may cost almost
@@ -48,20 +48,10 @@ class Example:
 
 
 def read_examples(path: Path) -> list[Example]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise InjectionSetupError(f"Cannot read {path}: {exc.strerror}.") from None
     examples = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InjectionSetupError(f"{path.name} line {number}: not JSON ({exc.msg}).") from None
+    for data, where in json_lines(path, InjectionSetupError):
         if not isinstance(data, dict) or not isinstance(data.get("text"), str) or data.get("label") not in (0, 1):
-            raise InjectionSetupError(f"{path.name} line {number}: expected a text and a label of 0 or 1.")
+            raise InjectionSetupError(f"{where}: expected a text and a label of 0 or 1.")
         examples.append(Example(data["text"], data["label"], str(data.get("source", ""))))
     return examples
 

@@ -60,7 +60,10 @@ def test_a_model_hashed_another_way_or_missing_is_refused_by_name(tmp_path: Path
 
 @pytest.mark.parametrize(
     ("line", "error"),
-    [("not json", "line 1: not JSON"), (json.dumps({"text": "x", "label": 2}), "line 1: expected a text and a label")],
+    [
+        ("not json", "set.jsonl:1: not valid JSON"),
+        (json.dumps({"text": "x", "label": 2}), ":1: expected a text and a label"),
+    ],
 )
 def test_a_malformed_training_line_is_refused_naming_it(tmp_path: Path, line: str, error: str):
     (tmp_path / "set.jsonl").write_text(line + "\n")

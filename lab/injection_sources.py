@@ -42,7 +42,6 @@ TRAIN_ATTACKS = [
     ("Giskard-AI/giskard", "giskard/llm/loaders/local/prompt_injections.csv", "csv_text"),
     ("CyberAlbSecOP/Awesome_GPT_Super_Prompting", "Latest Jailbreaks/", "whole"),
     ("JailbreakBench/artifacts", "attack-artifacts/PAIR/black_box/", "jbb_prompts"),
-    ("HumanCompatibleAI/tensor-trust-data", "benchmarks/", "tensor_trust"),  # hijacking + extraction robustness
 ]
 TRAIN_DOCS = [
     ("encode/django-rest-framework", "docs/"),
@@ -67,7 +66,7 @@ HELD_OUT_DOCS = [
     ("Homebrew/brew", "docs/"),
 ]
 # Sources whose prompts include plain questions or junk: even a short prompt must read as an order.
-STRICT = {"utkusen/promptmap", "HumanCompatibleAI/tensor-trust-data"}
+STRICT = {"utkusen/promptmap"}
 DEV_SHARE = 15  # per cent of source documents
 BENIGN_DOCS_MAX = 5000
 MAX_PIECE = 400
@@ -184,7 +183,6 @@ READERS: dict[str, Callable[[str], Iterator[str]]] = {
     "lines": read_lines,
     "csv_text": lambda text: (r.get("text") or r.get("prompt") or "" for r in csv.DictReader(io.StringIO(text))),
     "whole": lambda text: iter([text]),
-    "tensor_trust": lambda text: (json.loads(line)["attack"] for line in text.splitlines() if line.strip()),
     "jbb_prompts": lambda text: (j["prompt"] for j in json.loads(text)["jailbreaks"] if j.get("prompt")),
     "langkit_jailbreak": lambda text: iter(json.loads(text)["jailbreak"]),
 }

@@ -115,9 +115,12 @@ _HINGLISH_WORDS = frozenset({
     "hun", "gaya", "gayi", "gaye", "nahi", "nahin", "aaya", "aayi", "aaye", "karo", "kardo", "kar", "karna", "kya",
     "kab", "kaise", "kyun", "kyu", "se", "ke", "ki", "ka", "ko", "aur", "abhi", "tak", "raha", "rahi", "rahe",
     "hua", "hui", "huye", "mujhe", "mujhko", "humko", "tum", "aap", "apna", "pe", "mein", "bhi", "toh", "wala",
-    "wali", "milega", "milegi", "mila", "chahiye", "batao", "jaldi", "aayega", "aayegi", "aayenge", "jayega", "hoga",
-    "hogi", "karega", "karenge", "dena", "bhejo", "bhej", "diya", "kiya", "liya",
+    "wali", "milega", "mila", "chahiye", "batao", "jaldi", "dena", "bhejo", "bhej", "diya", "kiya", "liya",
 })  # fmt: skip
+# Hindi verbs in the future tense, whatever the verb: "aayega", "pahunchegi", "karenge", "hoga".
+_HINGLISH_FUTURE = re.compile(r"[a-z]{2,}(?:ega|egi|enge|oga|ogi|unga|ungi)")
+# Digits after a letter prefix and a hyphen are a reference's: "LO-3022303", "INV-4417200".
+_REFERENCE_PREFIX = re.compile(r"(?<![\w-])[A-Za-z]{1,5}-$")
 
 _UNREAD_PIPES = ("tagger", "parser", "attribute_ruler", "lemmatizer")
 
@@ -322,10 +325,13 @@ def _line_pieces(text: str, detection: _Detection) -> list[_Detection]:
 
 def _without_hinglish_edges(text: str, detection: _Detection) -> _Detection:
     """spaCy's model runs names into the Hindi words around them ("mera naam rubija hai")."""
+    def hindi(word: str) -> bool:
+        return word.casefold() in _HINGLISH_WORDS or _HINGLISH_FUTURE.fullmatch(word) is not None
+
     words = list(re.finditer(r"\S+", text[detection.start : detection.end]))
-    while words and words[0].group().casefold() in _HINGLISH_WORDS:
+    while words and hindi(words[0].group()):
         words.pop(0)
-    while words and words[-1].group().casefold() in _HINGLISH_WORDS:
+    while words and hindi(words[-1].group()):
         words.pop()
     if not words:
         return _Detection(detection.kind, detection.start, detection.start, detection.score)
@@ -351,8 +357,7 @@ def _plausible(text: str, kind: str, start: int, end: int) -> bool:
         shortest = MIN_ANNOUNCED_PHONE_DIGITS if _announced(text, start, "PHONE_NUMBER") else MIN_PHONE_DIGITS
         if not shortest <= len(digits_of(value)) <= MAX_PHONE_DIGITS:
             return False
-        # Digits after a letter prefix and a hyphen are a reference's: "LO-3022303", "INV-4417200".
-        if re.search(r"(?<![\w-])[A-Za-z]{1,5}-$", text[max(0, start - 6) : start]):
+        if _REFERENCE_PREFIX.search(text[max(0, start - 6) : start]):
             return False
     if kind == "NATIONAL_ID" and not national_id_valid(value):
         return False

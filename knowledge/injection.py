@@ -25,10 +25,9 @@ import binascii
 import functools
 import re
 from collections.abc import Callable
-from enum import StrEnum
 
 from knowledge.chunking import split_sentences
-from knowledge.injection_model import shipped_model
+from knowledge.injection_model import Suspicion, shipped_model
 
 _FLAGS = re.IGNORECASE | re.UNICODE
 _AI = (
@@ -140,33 +139,16 @@ def _foreign(text: str) -> bool:
     return foreign >= 3 and foreign > 2 * sum(w in _ENGLISH for w in words)
 
 
-class Suspicion(StrEnum):
-    CLEAN = "clean"
-    SUSPECT = "suspect"  # kept as evidence; what it alone supports goes to a person
-    PLANTED = "planted"  # left out of the index, the context and every reply
-
-
 # A turn asks about the same sentences several times (context, reader, each claim's grounding).
 @functools.lru_cache(maxsize=8192)
 def suspicion(text: str) -> Suspicion:
     """How a statement reads: written for a customer or staff member, perhaps for the model, or for it."""
-    if _ruled_planted(text):
-        return Suspicion.PLANTED
-    model = shipped_model()
-    probability = model.probability(text)
-    if probability >= model.high_cut:
-        return Suspicion.PLANTED
-    return Suspicion.SUSPECT if probability >= model.low_cut else Suspicion.CLEAN
+    return Suspicion.PLANTED if _ruled_planted(text) else shipped_model().suspicion(text)
 
 
 def looks_like_instruction(text: str) -> bool:
     """Whether a statement reads as written for the model rather than for a customer or staff member."""
     return suspicion(text) is Suspicion.PLANTED
-
-
-def looks_suspect(text: str) -> bool:
-    """Whether a statement may be written for the model: not sure enough to leave it out."""
-    return suspicion(text) is Suspicion.SUSPECT
 
 
 def _ruled_planted(text: str) -> bool:

@@ -19,6 +19,7 @@ import math
 import re
 import zlib
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +46,12 @@ def feature_indices(text: str) -> np.ndarray:
     return np.unique(np.fromiter((zlib.crc32(g.encode()) & mask for g in grams), dtype=np.int64, count=len(grams)))
 
 
+class Suspicion(StrEnum):
+    CLEAN = "clean"
+    SUSPECT = "suspect"  # kept as evidence; what it alone supports goes to a person
+    PLANTED = "planted"  # left out of the index, the context and every reply
+
+
 @dataclass(frozen=True)
 class InjectionModel:
     weights: np.ndarray  # one weight per hashed feature
@@ -60,6 +67,13 @@ class InjectionModel:
         # Binary features scaled to unit length, as in training.
         logit = float(self.weights[indices].sum()) / math.sqrt(len(indices)) + self.bias
         return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, logit))))
+
+    def suspicion(self, text: str) -> Suspicion:
+        """The text's side of the two cuts."""
+        probability = self.probability(text)
+        if probability >= self.high_cut:
+            return Suspicion.PLANTED
+        return Suspicion.SUSPECT if probability >= self.low_cut else Suspicion.CLEAN
 
     def save(self, path: Path) -> None:
         np.savez_compressed(

@@ -24,7 +24,7 @@ import numpy as np
 
 from knowledge.chunking import split_sentences
 from knowledge.injection import suspicion, without_instructions
-from knowledge.injection_model import FEATURE_BITS, MODEL_FILE, InjectionModel, feature_indices
+from knowledge.injection_model import FEATURE_BITS, MODEL_FILE, InjectionModel, Suspicion, feature_indices
 from knowledge.statements import passage_statements
 from lab.errors import InjectionSetupError
 from lab.jsonl import json_lines
@@ -110,32 +110,24 @@ class Flagged:
         )
 
 
-def flagged(name: str, texts: Sequence[str], verdict: Callable[[str], str]) -> Flagged:
+def flagged(name: str, texts: Sequence[str], verdict: Callable[[str], Suspicion]) -> Flagged:
     verdicts = [verdict(t) for t in texts]
-    return Flagged(name, len(texts), verdicts.count("planted"), verdicts.count("suspect"))
+    return Flagged(name, len(texts), verdicts.count(Suspicion.PLANTED), verdicts.count(Suspicion.SUSPECT))
 
 
 def header() -> str:
     return f"{'set':<44}{'texts':>6}{'planted':>9}{'suspect':>9}{'flagged':>10}{'planted':>10}"
 
 
-def time_per_passage(model: InjectionModel, passages: Sequence[str]) -> tuple[float, float]:
-    """p50 and p95 milliseconds the model takes to score one passage."""
+def milliseconds(work: Callable[[str], object], passages: Sequence[str]) -> tuple[float, float]:
+    """p50 and p95 milliseconds ``work`` takes on one passage."""
     timings = []
     for passage in passages:
         started = time.perf_counter()
-        model.probability(passage)
+        work(passage)
         timings.append((time.perf_counter() - started) * 1000)
     quantiles = statistics.quantiles(timings, n=20, method="inclusive")
     return round(statistics.median(timings), 3), round(quantiles[18], 3)
-
-
-def model_verdict(model: InjectionModel) -> Callable[[str], str]:
-    def verdict(text: str) -> str:
-        probability = model.probability(text)
-        return "planted" if probability >= model.high_cut else "suspect" if probability >= model.low_cut else "clean"
-
-    return verdict
 
 
 def help_centre_statements(folder: Path) -> list[str]:
@@ -166,14 +158,11 @@ def detector_report(model: InjectionModel, help_centre: Path, attacks: Sequence[
     """The shipped detector (rules and model, and the model alone) on text no cut was chosen on: held-out
     documentation and attacks from other collections, the help centre, and our planted attacks by split."""
 
-    def detector(text: str) -> str:
-        return suspicion(text).value
-
     benign = [e.text for e in read_examples(DATASETS / "benign_docs.jsonl")]
     external = [e.text for e in read_examples(DATASETS / "attacks_external.jsonl")]
     statements = help_centre_statements(help_centre)
     lines = [f"cuts: low {model.low_cut:.4f}, high {model.high_cut:.4f}", header()]
-    for name, verdict in (("rules + model", detector), ("model alone", model_verdict(model))):
+    for name, verdict in (("rules + model", suspicion), ("model alone", model.suspicion)):
         lines.append(f"-- {name}")
         lines.append(flagged("benign documentation (held out)", benign, verdict).line())
         lines.append(flagged("sample help centre statements", statements, verdict).line())
@@ -183,16 +172,11 @@ def detector_report(model: InjectionModel, help_centre: Path, attacks: Sequence[
             lines.append(flagged(f"lab/sample/attacks.jsonl, {split}", texts, verdict).line())
     passages = help_centre_passages(help_centre)
     suspicion.cache_clear()
-    timings = []
-    for passage in passages:
-        started = time.perf_counter()
-        without_instructions(passage)
-        timings.append((time.perf_counter() - started) * 1000)
-    quantiles = statistics.quantiles(timings, n=20, method="inclusive")
-    model_p50, model_p95 = time_per_passage(model, passages)
+    detector_p50, detector_p95 = milliseconds(without_instructions, passages)
+    model_p50, model_p95 = milliseconds(model.probability, passages)
     lines.append(
         f"time per help-centre passage ({len(passages)}), rules + model over each statement: "
-        f"p50 {statistics.median(timings):.2f} ms, p95 {quantiles[18]:.2f} ms; "
+        f"p50 {detector_p50} ms, p95 {detector_p95} ms; "
         f"the model alone on the whole passage: p50 {model_p50} ms, p95 {model_p95} ms"
     )
     return lines
@@ -207,7 +191,7 @@ def main() -> None:
     dev_set = read_examples(options.data / "dev.jsonl")
     model = train(train_set, dev_set)
     model.save(options.out)
-    verdict = model_verdict(model)
+    verdict = model.suspicion
     print(f"trained on {len(train_set)} texts ({sum(e.label for e in train_set)} planted); "
           f"cuts: low {model.low_cut:.4f}, high {model.high_cut:.4f}; written to {options.out}")  # fmt: skip
     print(header())

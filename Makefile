@@ -22,7 +22,7 @@ run: db
 	$(PY) manage.py glossary knowledge/sample/glossary.tsv --collection helpcentre
 	$(PY) manage.py policy conversations/sample/policy.md --collection helpcentre
 	$(PY) manage.py load_customers customers/sample/customers.json
-	$(PY) manage.py calibrate --collection helpcentre --if-missing
+	$(PY) manage.py calibrate --collection helpcentre --if-missing --signals conversations/sample/helpcentre_signals.json
 	$(PY) manage.py ensure_staff --base-url http://$(HOST):$(PORT)
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
@@ -34,14 +34,17 @@ worker: setup
 	@mkdir -p var
 	$(PY) -m celery -A supportbot worker -Q turns,ingest -c $(WORKERS) -B -s var/celerybeat-schedule -l info
 
-test: setup
+test:
+	@scripts/setup.sh test
 	@scripts/test.sh $(PYTEST_ARGS)
 
 # Only the tests that drive a real local model server (part of `make test` too).
-test-llm: setup
+test-llm:
+	@scripts/setup.sh test
 	@scripts/test.sh -m llm $(PYTEST_ARGS)
 
-lint: setup
+lint:
+	@scripts/setup.sh test
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 	.venv/bin/mypy

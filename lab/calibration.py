@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+from django.conf import settings
 from django.utils import timezone
 
 from conversations.services import TurnServices
@@ -60,13 +61,22 @@ def read_calibration_set(path: Path) -> list[LabelledQuestion]:
     return questions
 
 
+def _shown(path: Path) -> str:
+    """The path as recorded with a fit: relative to the project when inside it, so that a file of signals
+    written on one machine (conversations/sample/helpcentre_signals.json) names the same sets on another."""
+    try:
+        return str(path.resolve().relative_to(settings.BASE_DIR))
+    except ValueError:
+        return str(path)
+
+
 def labelled_set(spec: str, default_collection: str) -> tuple[str, list[LabelledQuestion], Collection]:
     """A labelled set named "FILE" or "FILE@COLLECTION", read and checked, with the collection it is asked of."""
     path, _, name = spec.partition("@")
     name = name or default_collection
     questions = read_calibration_set(Path(path))
     try:
-        return path, questions, Collection.objects.get(name=name)
+        return _shown(Path(path)), questions, Collection.objects.get(name=name)
     except Collection.DoesNotExist:
         raise CalibrationError(f"No collection {name!r} for {spec}; ingest it first, or name one after '@'.") from None
 

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Everything the project needs on a fresh Debian 12 machine: system packages, pgvector, the virtualenv.
+# `scripts/setup.sh` sets up what serving needs; `scripts/setup.sh test` adds the test tools (Chromium,
+# Redis, pytest, Playwright, linters), so that a first `make run` does not wait for them.
 # Idempotent and quick on a second run (requirements are reinstalled only when they change).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+purpose=${1:-run}
 
-scripts/system.sh
+scripts/system.sh "$purpose"
 
 PYTHON=${PYTHON:-python3}
 if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
@@ -15,14 +18,20 @@ if [ ! -x .venv/bin/python ]; then
   echo "==> creating .venv"
   "$PYTHON" -m venv .venv
 fi
-stamp=.venv/.requirements.sha256
-wanted=$(cat requirements.txt requirements-dev.txt requirements-nodeps.txt | sha256sum | cut -d' ' -f1)
-if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
-  echo "==> installing Python requirements (first time: a few minutes)"
+# Each set is reinstalled only when its files change; the test set includes the serving one.
+digest() { cat "$1" requirements.txt requirements-nodeps.txt | sha256sum | cut -d' ' -f1; }
+current() { [ "$(cat ".venv/.$1.sha256" 2>/dev/null)" = "$(digest "$1.txt")" ]; }
+install() {  # requirements file without .txt
+  echo "==> installing Python requirements from $1.txt (first time: a few minutes)"
   .venv/bin/pip install -q --upgrade pip
   # torch first and pinned: the CPU build; anything else would pull a multi-GB CUDA build.
   .venv/bin/pip install -q "$(grep -E '^torch==' requirements.txt)"
-  .venv/bin/pip install -q -r requirements-dev.txt
+  .venv/bin/pip install -q -r "$1.txt"
   .venv/bin/pip install -q --no-deps --ignore-requires-python -r requirements-nodeps.txt
-  echo "$wanted" > "$stamp"
+  digest "$1.txt" > ".venv/.$1.sha256"
+}
+if [ "$purpose" = test ]; then
+  current requirements-dev || install requirements-dev
+else
+  current requirements || current requirements-dev || install requirements
 fi

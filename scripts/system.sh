@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Installs what the project needs from Debian and builds pgvector 0.8 for PostgreSQL 15.
+# `scripts/system.sh` installs what serving needs; `scripts/system.sh test` adds what the tests drive.
 # Idempotent: every step is skipped when its result is already in place.
 set -euo pipefail
+purpose=${1:-run}
+case "$purpose" in
+  run|test) ;;
+  *) echo "usage: scripts/system.sh [run|test] (got: $purpose)" >&2; exit 2 ;;
+esac
 
 PG_MAJOR=15
 PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
@@ -12,11 +18,14 @@ need_root() {
   fi
 }
 
+packages=(postgresql-$PG_MAJOR postgresql-contrib postgresql-server-dev-$PG_MAJOR make gcc python3-venv)
+# Only for the tests, so that a first `make run` does not wait for them (Chromium alone is ~100 MB):
 # redis-server: CI runs the websocket tests against a real Redis (channel layer for several processes);
 # chromium: the browser tests drive Debian's build through Playwright (never `playwright install`);
 # g++: llama-cpp-python compiles llama.cpp for the real-model tests.
-packages=(postgresql-$PG_MAJOR postgresql-contrib postgresql-server-dev-$PG_MAJOR make gcc g++ python3-venv
-          redis-server chromium fonts-dejavu-core)
+if [ "$purpose" = test ]; then
+  packages+=(g++ redis-server chromium fonts-dejavu-core)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,11 +1,16 @@
 """Calibration: the maths of the trade-off and reading the labelled set."""
 
+import json
+from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.conf import settings
+from django.core.management import call_command
 
 from conversations.abstention import AnswerModel, most_answered_within, roc_auc, tradeoff, with_cuts
-from lab.calibration import read_calibration_set
+from conversations.models import AbstentionThreshold
+from lab.calibration import SAMPLE_SETS, read_calibration_set
 from lab.errors import CalibrationError
 
 
@@ -38,3 +43,35 @@ def test_the_calibration_set_is_checked_line_by_line(tmp_path: Path):
         read_calibration_set(bad)
     shipped = read_calibration_set(Path("lab/sample/calibration.jsonl"))
     assert sum(q.answerable for q in shipped) >= 70 and sum(not q.answerable for q in shipped) >= 50
+
+
+SHIPPED_SIGNALS = Path(settings.BASE_DIR) / "conversations" / "sample" / "helpcentre_signals.json"
+
+
+def test_the_shipped_signals_are_the_sample_sets_questions():
+    """`make run` fits the sample help centre's decision from these instead of asking ~270 questions: they
+    must be one record per question of today's sample sets, in their order, with the same labels."""
+    records = json.loads(SHIPPED_SIGNALS.read_text())
+    expected = [
+        (str(path.relative_to(settings.BASE_DIR)), question.answerable)
+        for path in SAMPLE_SETS
+        for question in read_calibration_set(path)
+    ]
+    assert [(r["dataset"], r["answerable"]) for r in records] == expected
+    assert {r["collection"] for r in records} == {"helpcentre"}
+
+
+@pytest.mark.django_db
+def test_make_run_fits_the_decision_from_the_shipped_signals_once(helpcentre):
+    out = StringIO()
+    call_command(
+        "calibrate", "--collection", "helpcentre", "--if-missing", "--signals", str(SHIPPED_SIGNALS), stdout=out
+    )
+    stored = AbstentionThreshold.objects.get(collection=helpcentre)
+    assert stored.dataset.startswith("lab/sample/calibration.jsonl@helpcentre")
+    assert 0 < stored.threshold < 1 and stored.model["suggest_cut"] < stored.threshold
+    call_command(
+        "calibrate", "--collection", "helpcentre", "--if-missing", "--signals", str(SHIPPED_SIGNALS), stdout=out
+    )
+    assert AbstentionThreshold.objects.filter(collection=helpcentre).count() == 1
+    assert "already calibrated" in out.getvalue()

@@ -23,6 +23,7 @@ run: db
 	$(PY) manage.py policy conversations/sample/policy.md --collection helpcentre
 	$(PY) manage.py load_customers customers/sample/customers.json
 	$(PY) manage.py calibrate --collection helpcentre --if-missing --signals conversations/sample/helpcentre_signals.json
+	$(PY) manage.py fit_fusion --collection helpcentre --if-missing --load knowledge/sample/helpcentre_fusion.json
 	$(PY) manage.py ensure_staff --base-url http://$(HOST):$(PORT)
 	$(PY) manage.py runserver $(HOST):$(PORT)
 

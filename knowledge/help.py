@@ -115,7 +115,7 @@ def table_of_contents(body_markdown: str) -> list[Heading]:
 def _in_force(collection: Collection, today: date, slug: str | None = None) -> list[ArticleVersion]:
     # The chat's scope rule for the public audience on that day (collection, article not retired, audience,
     # the version in force), reused so that a page shows exactly what the chat may cite.
-    where, params = Scope(collection.pk, Audience.PUBLIC, "as_of", today).where()
+    where, params = Scope(collection.pk, Audience.PUBLIC, "as_of", today).where(of_chunks=False)
     sql = f"SELECT v.* FROM knowledge_articleversion v JOIN knowledge_article a ON a.id = v.article_id WHERE {where}"
     if slug is not None:
         params["help_slug"] = slug

@@ -193,14 +193,15 @@ def make_published(version: ArticleVersion) -> None:
     version.save(update_fields=["status", "updated_at"])
 
 
-def write_chunks(written: Sequence[tuple[ArticleVersion, PreparedDocument]], space: EmbeddingSpace) -> int:
+def write_chunks(written: Sequence[tuple[ArticleVersion, PreparedDocument]], collection: Collection) -> int:
     """Replace the chunks of each version with its prepared ones, in one delete and one insert (so the
     postings trigger runs once over all of them). Call inside a transaction."""
     Chunk.objects.filter(version__in=[version for version, _ in written]).delete()
     chunks = [
         Chunk(
             version=version,
-            embedding_space=space,
+            collection=collection,
+            embedding_space=collection.embedding_space,
             ordinal=i,
             heading_path=draft.heading_path[:1000],
             text=draft.text,
@@ -318,7 +319,7 @@ def write_documents(
         for status in (VersionStatus.SUPERSEDED, VersionStatus.PUBLISHED):
             ArticleVersion.objects.bulk_update([v for v in touched if v.status == status], ["status"])
         Article.objects.bulk_update(list(renamed.values()), ["title", "product", "language", "updated_at"])
-        write_chunks(written, collection.embedding_space)
+        write_chunks(written, collection)
     return results
 
 
@@ -335,9 +336,7 @@ def refresh_term_statistics(collection: Collection) -> None:
             [collection.pk],
         )
         cursor.execute(
-            "SELECT count(*), coalesce(avg(c.sparse_length), 0) FROM knowledge_chunk c "
-            "JOIN knowledge_articleversion v ON v.id = c.version_id "
-            "JOIN knowledge_article a ON a.id = v.article_id WHERE a.collection_id = %s",
+            "SELECT count(*), coalesce(avg(sparse_length), 0) FROM knowledge_chunk WHERE collection_id = %s",
             [collection.pk],
         )
         collection.chunk_count, collection.average_chunk_length = cursor.fetchone()

@@ -6,7 +6,7 @@ from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import F
 from django.db.models.functions import Cast
-from pgvector.django import HnswIndex, VectorField
+from pgvector.django import VectorField
 
 EMBEDDING_DIMENSION = 384
 
@@ -43,6 +43,9 @@ class Collection(models.Model):
     # Corpus statistics for BM25, refreshed by ingestion whenever the collection's chunks change.
     chunk_count = models.PositiveIntegerField(default=0)
     average_chunk_length = models.FloatField(default=0.0, help_text="Mean number of indexed terms per chunk.")
+    # The fusion fitted to this collection's own questions (`manage.py fit_fusion`): {"weights": {stage:
+    # weight}, "rerank_blend": b, "fitted_on": ..., ...}. Empty: the settings' default fusion.
+    fusion = models.JSONField(default=dict, blank=True)
 
     def __str__(self) -> str:
         return self.name
@@ -129,6 +132,9 @@ class ArticleVersion(models.Model):
 
 class Chunk(models.Model):
     version = models.ForeignKey(ArticleVersion, on_delete=models.CASCADE, related_name="chunks")
+    # The version's article's collection, kept on the chunk (a trigger refuses any other) so that each
+    # collection's partial HNSW graphs (knowledge/vector_indexes.py) match the search's own filter.
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="chunks")
     embedding_space = models.ForeignKey(EmbeddingSpace, on_delete=models.PROTECT, related_name="chunks")
     ordinal = models.PositiveIntegerField()
     heading_path = models.CharField(max_length=1000)
@@ -156,17 +162,8 @@ class Chunk(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["version", "ordinal"], name="unique_chunk_ordinal")]
+        # The vector indexes are per collection, made and dropped with it: knowledge/vector_indexes.py.
         indexes = [
-            *(
-                HnswIndex(
-                    name=f"chunk_{field}_hnsw",
-                    fields=[field],
-                    m=16,
-                    ef_construction=64,
-                    opclasses=["vector_cosine_ops"],
-                )
-                for field in ("embedding", "secondary_embedding")
-            ),
             GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
             GinIndex(fields=["text"], opclasses=["gin_trgm_ops"], name="chunk_text_trgm"),
         ]

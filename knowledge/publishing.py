@@ -96,7 +96,7 @@ def publish(version: ArticleVersion, *, embedder: Embedder, secondary: Embedder 
         if version.status != VersionStatus.IN_REVIEW:
             raise WorkflowError(f"{version} changed state while it was being indexed; try again.")
         previous = ArticleVersion.objects.filter(article=version.article, status=VersionStatus.PUBLISHED).first()
-        written = write_chunks([(version, prepared)], collection.embedding_space)
+        written = write_chunks([(version, prepared)], collection)
         version.supersedes = previous or version.supersedes
         version.content_hash = content_hash
         version.chunking = bounds.describe(strategy)

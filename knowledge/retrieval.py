@@ -67,11 +67,15 @@ class Hit:
         return self.chunk.heading_path
 
 
-def default_config() -> RetrievalConfig:
+def default_config(collection: Collection | None = None) -> RetrievalConfig:
+    """The settings' retrieval, with the fusion fitted to the collection when it has one: its weights (over
+    the stages enabled) and its rerank blend."""
+    fitted = collection.fusion if collection is not None else {}
+    weights = fitted.get("weights") or settings.RETRIEVAL_WEIGHTS
     return RetrievalConfig(
         stages=tuple(settings.RETRIEVAL_STAGES),
-        fusion=cast(FusionMethod, settings.RETRIEVAL_FUSION),
-        weights=MappingProxyType(dict(settings.RETRIEVAL_WEIGHTS)),
+        fusion="weighted" if fitted.get("weights") else cast(FusionMethod, settings.RETRIEVAL_FUSION),
+        weights=MappingProxyType(dict(weights)),
         rrf_k=settings.RETRIEVAL_RRF_K,
         depth=settings.RETRIEVAL_DEPTH,
         bm25=BM25Parameters(k1=settings.BM25_K1, b=settings.BM25_B),
@@ -79,7 +83,7 @@ def default_config() -> RetrievalConfig:
         rerank=settings.RERANK_ENABLED,
         rerank_candidates=settings.RERANK_CANDIDATES,
         rerank_confident_candidates=settings.RERANK_CONFIDENT_CANDIDATES,
-        rerank_blend=settings.RERANK_BLEND,
+        rerank_blend=float(fitted.get("rerank_blend", settings.RERANK_BLEND)),
         rerank_paired=settings.RERANK_PAIRED_CANDIDATES,
     )
 
@@ -224,7 +228,7 @@ def search(
     """
     if not 1 <= k <= 100:
         raise QueryError(f"k must be between 1 and 100, got {k}.")
-    config = config or default_config()
+    config = config or default_config(collection)
     watch = stopwatch or Stopwatch()
     if not prepared:
         with watch.lap("normalise"):

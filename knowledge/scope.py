@@ -43,14 +43,16 @@ class Scope:
         if (self.version_policy == "as_of") != (self.as_of is not None):
             raise ValueError("as_of is given exactly when the version policy is 'as_of'")
 
-    def where(self) -> tuple[str, dict[str, Any]]:
-        """The WHERE clause (without the keyword) and its named parameters, all prefixed scope_."""
+    def where(self, *, of_chunks: bool = True) -> tuple[str, dict[str, Any]]:
+        """The WHERE clause (without the keyword) and its named parameters, all prefixed scope_. Over chunks
+        it names the chunk's own collection column, which each collection's partial vector indexes match
+        (knowledge/vector_indexes.py); `of_chunks=False` is for a query of versions and articles alone."""
         params: dict[str, Any] = {
             "scope_collection": self.collection_id,
             "scope_audiences": list(VISIBLE_AUDIENCES[self.audience]),
         }
         clauses = [
-            "a.collection_id = %(scope_collection)s",
+            f"{'c' if of_chunks else 'a'}.collection_id = %(scope_collection)s",
             "a.retired_at IS NULL",
             "v.audience = ANY(%(scope_audiences)s)",
         ]

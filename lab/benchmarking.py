@@ -32,9 +32,9 @@ FROM knowledge_articleversion v
     JOIN knowledge_article copy ON copy.collection_id = %(target)s AND split_part(copy.slug, '~', 1) = a.slug
 """
 _COPY_CHUNKS = """
-INSERT INTO knowledge_chunk (version_id, embedding_space_id, ordinal, heading_path, text, token_count,
+INSERT INTO knowledge_chunk (version_id, collection_id, embedding_space_id, ordinal, heading_path, text, token_count,
     embedding, secondary_embedding)
-SELECT copy_v.id, c.embedding_space_id, c.ordinal, c.heading_path, c.text, c.token_count,
+SELECT copy_v.id, %(target)s, c.embedding_space_id, c.ordinal, c.heading_path, c.text, c.token_count,
     c.embedding, c.secondary_embedding
 FROM knowledge_chunk c
     JOIN knowledge_articleversion v ON v.id = c.version_id

@@ -12,6 +12,7 @@ from django.utils import timezone
 from conversations.providers import configured_generator
 from conversations.services import answer_model
 from knowledge.models import Collection
+from knowledge.retrieval import default_config
 from lab.answer_evaluation import BRANCHES, CATEGORIES, KINDS, AnswerEvaluation, QuestionResult, recall_at
 from lab.models import EvaluationResult, EvaluationRun
 from lab.report import Section, bar_chart, encode, line_chart
@@ -24,8 +25,9 @@ def snapshot_settings(collection: Collection) -> dict[str, Any]:
     return {
         "generator": configured_generator(),
         "retrieval_stages": list(settings.RETRIEVAL_STAGES),
-        "fusion": settings.RETRIEVAL_FUSION,
-        "weights": dict(settings.RETRIEVAL_WEIGHTS),
+        "fusion": default_config(collection).fusion,
+        "weights": dict(default_config(collection).weights),
+        "rerank_blend": default_config(collection).rerank_blend,
         "rerank": settings.RERANK_ENABLED,
         "answer_passages": settings.ANSWER_PASSAGES,
         "context_budget_tokens": settings.CONTEXT_BUDGET_TOKENS,

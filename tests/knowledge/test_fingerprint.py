@@ -67,6 +67,7 @@ def test_the_database_refuses_a_vector_from_another_space(helpcentre, other_mode
     with pytest.raises(IntegrityError, match=refused), transaction.atomic():
         Chunk.objects.create(
             version=version,
+            collection=helpcentre,
             embedding_space=other_space,
             ordinal=999,
             heading_path="x",

@@ -125,8 +125,8 @@ def test_a_crash_mid_article_leaves_the_previous_version_serving(sample_dir, emb
     path.write_text(path.read_text().replace("30 days", "45 days"))
     real_write_chunks = ingest_module.write_chunks
 
-    def write_then_crash(written, space):
-        real_write_chunks(written, space)
+    def write_then_crash(written, collection):
+        real_write_chunks(written, collection)
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(ingest_module, "write_chunks", write_then_crash)

@@ -1,18 +1,25 @@
 import json
 import os
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
 
-from knowledge.embeddings import Embedder, default_embedder, secondary_embedder
+from knowledge.dense import DenseIndex
+from knowledge.embeddings import Embedder, default_embedder, embed_query, secondary_embedder
 from knowledge.ingest import chunk_embedding_text, configured_chunking, ingest
 from knowledge.models import Chunk, Collection
 from knowledge.rerank import default_reranker
 from knowledge.retrieval import default_config
+from knowledge.scope import Scope
 from knowledge.sources import SourceDocument, read_beir_corpus, read_markdown_tree
+from lab import scale_benchmark as scale
 from lab.benchmarking import replicate_collection, time_retrieval
 from lab.retrieval_evaluation import read_queries
 from lab.worker_benchmark import require_workers_configured, time_workers
@@ -40,11 +47,14 @@ class Command(BaseCommand):
         "Benchmarks. `bench ingest`: index a BEIR corpus or a folder of Markdown articles from scratch, then "
         "re-sync it, and print the figures against what the embedding models alone take. "
         "`bench retrieval`: replicate an indexed collection to a large size and time each retrieval stage. "
-        "`bench workers`: documents per minute through the Celery ingestion workers at 1, 2, … processes."
+        "`bench workers`: documents per minute through the Celery ingestion workers at 1, 2, … processes. "
+        "`bench scale`: a synthetic collection of --chunks chunks (real text and vectors from --source as far as "
+        "it goes, stand-in vectors beyond), its build time and disk, and dense search latency and recall@10 "
+        "against an exact scan, with and without the audience filter, and in a small collection beside it."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("what", choices=["ingest", "retrieval", "workers"])
+        parser.add_argument("what", choices=["ingest", "retrieval", "workers", "scale"])
         parser.add_argument(
             "--dataset",
             type=Path,
@@ -58,6 +68,27 @@ class Command(BaseCommand):
         parser.add_argument("--strategy", default=settings.CHUNK_STRATEGY)
         parser.add_argument(
             "--processes", type=int, nargs="+", default=[1, 2], help="workers: worker process counts to time"
+        )
+        parser.add_argument("--chunks", type=int, default=100_000, help="scale: chunks in the synthetic collection")
+        parser.add_argument("--small", type=int, default=2_000, help="scale: chunks in the small collection beside it")
+        parser.add_argument(
+            "--columns",
+            choices=["both", "embedding"],
+            default="both",
+            help="scale: build both vector columns' graphs, or only the first model's (halves a 1 M build)",
+        )
+        parser.add_argument(
+            "--ef-search", type=int, nargs="+", default=[40, 100, 200], help="scale: HNSW search breadths to time"
+        )
+        parser.add_argument(
+            "--without-postings",
+            action="store_true",
+            help="scale: load the large collection without BM25 postings (superuser; dense search only, faster)",
+        )
+        parser.add_argument(
+            "--compare-shared",
+            action="store_true",
+            help="scale: also time the small collection with one graph shared by every collection (the old layout)",
         )
         parser.add_argument("--json", type=Path, default=None, help="Also write the figures here as JSON")
 
@@ -74,6 +105,8 @@ class Command(BaseCommand):
             raise CommandError("--limit must be a positive number.")
         if options["what"] == "workers":
             figures = self._workers(dataset, options)
+        elif options["what"] == "scale":
+            figures = self._scale(dataset, options)
         elif options["what"] == "retrieval":
             figures = self._retrieval(dataset, options)
         else:
@@ -122,6 +155,85 @@ class Command(BaseCommand):
             f"{figures[f'rerank_{config.rerank_candidates}_p50_vs_250ms']}"
         )
         return figures
+
+    def _scale(self, dataset: Path, options: dict[str, Any]) -> dict[str, Any]:
+        if not 1_000 <= options["chunks"] <= 10_000_000:
+            raise CommandError("--chunks must be between 1000 and 10000000.")
+        if not 100 <= options["small"] <= options["chunks"]:
+            raise CommandError("--small must be at least 100 and at most --chunks.")
+        if any(not 1 <= ef <= 1000 for ef in options["ef_search"]):
+            raise CommandError("--ef-search values must be between 1 and 1000.")
+        try:
+            source = Collection.objects.select_related("embedding_space", "secondary_space").get(name=options["source"])
+        except Collection.DoesNotExist:
+            raise CommandError(
+                f"No collection {options['source']!r} to sample: `bench ingest` makes bench-scifact."
+            ) from None
+        columns: tuple[DenseIndex, ...] = (
+            ("embedding", "secondary_embedding") if options["columns"] == "both" else ("embedding",)
+        )
+        try:
+            sample = scale.read_sample(source, columns)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        big_name, small_name = f"scale-{options['chunks']}", f"scale-small-{options['small']}"
+        big = Collection.objects.filter(name=big_name, chunk_count=options["chunks"]).first()
+        built: dict[str, Any] = {}
+        for name, size in ((big_name, options["chunks"]), (small_name, options["small"])):
+            if name == big_name and big is not None and not options["rebuild"]:
+                continue
+            with tqdm(total=size, unit="chunk", desc=name, disable=not sys.stderr.isatty()) as bar:
+                _, build = scale.build(
+                    name,
+                    size,
+                    source=source,
+                    sample=sample,
+                    postings=not (options["without_postings"] and name == big_name),
+                    progress=_progress(bar),
+                )
+            built[name] = vars(build)
+            self.stdout.write(
+                f"{name}: {size} chunks ({build.real_chunks} with real vectors), loaded in {build.load_seconds:.0f} s, "
+                f"graphs built in {build.index_seconds} s; disk MB {build.sizes_mb}"
+            )
+        big = Collection.objects.get(name=big_name)
+        small = Collection.objects.get(name=small_name)
+        embedder = default_embedder()
+        texts = [q.text for q in read_queries(dataset, "test")][: options["limit"] or 100]
+        vectors = np.stack([embed_query(big, text, embedder) for text in texts])
+        results: dict[str, Any] = {"chunks": big.chunk_count, "small_chunks": small.chunk_count, "built": built}
+        for collection, label in ((big, "large"), (small, "small")):
+            for audience in ("public", "staff"):
+                scope = Scope(collection.pk, audience)
+                started = time.perf_counter()
+                exact = {i: scale.exact_neighbours(scope, v, 10) for i, v in enumerate(vectors)}
+                exact_ms = (time.perf_counter() - started) * 1000 / len(vectors)
+                for ef in options["ef_search"]:
+                    figures = scale.time_dense(collection, vectors, audience=audience, ef_search=ef, exact=exact)
+                    key = f"{label} {audience} ef_search={ef}"
+                    results[key] = {**figures, "exact_scan_ms": round(exact_ms, 1)}
+                    self.stdout.write(
+                        f"{key:>32}: p50 {figures['p50_ms']:>6.1f} ms  p95 {figures['p95_ms']:>6.1f} ms  "
+                        f"recall@10 {figures['recall@10']:.3f}  (exact scan {exact_ms:.0f} ms)"
+                    )
+        if options["compare_shared"]:
+            with scale.shared_graph((big.pk, small.pk)) as seconds:
+                self.stdout.write(f"one shared graph over every chunk built in {seconds:.0f} s")
+                for ef in options["ef_search"]:
+                    figures = scale.time_dense(small, vectors, audience="public", ef_search=ef)
+                    results[f"small public ef_search={ef}, shared graph"] = figures
+                    self.stdout.write(
+                        f"small public ef_search={ef}, shared graph: p50 {figures['p50_ms']:.1f} ms  "
+                        f"p95 {figures['p95_ms']:.1f} ms"
+                    )
+        if columns == ("embedding", "secondary_embedding") and not options["without_postings"]:
+            config = default_config()
+            stages = time_retrieval(big, texts, config=config, embedder=embedder, reranker=default_reranker())
+            results["search_without_rerank"] = stages["retrieval_total"]
+            results["search_stages"] = stages
+            for name, values in stages.items():
+                self.stdout.write(f"{name:>28}: p50 {values['p50_ms']:>8.1f} ms   p95 {values['p95_ms']:>8.1f} ms")
+        return results
 
     def _ingest(self, dataset: Path, options: dict[str, Any]) -> dict[str, Any]:
         if (dataset / "corpus.jsonl").exists():
@@ -212,3 +324,7 @@ class Command(BaseCommand):
                 for t in trials
             ],
         }
+
+
+def _progress(bar: tqdm) -> Callable[[int, int], None]:
+    return lambda done, total: bar.update(done - bar.n)

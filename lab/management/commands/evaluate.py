@@ -17,7 +17,7 @@ from knowledge.models import Collection
 from knowledge.rerank import default_reranker
 from knowledge.retrieval import RetrievalConfig, default_config
 from knowledge.sources import read_beir_corpus
-from knowledge.stages import SEARCH_STAGES
+from knowledge.stages import SEARCH_STAGES, Stage
 from lab.answer_evaluation import (
     GOLDEN_SET,
     KINDS,
@@ -54,7 +54,7 @@ from lab.models import EvaluationKind
 from lab.pii_evaluation import PII_TEST_SET, evaluate_pii, pii_table, read_pii_set
 from lab.poisoning import ATTACKS, read_attacks
 from lab.report import write_report
-from lab.retrieval_evaluation import evaluate_retrieval, fusion_grid, read_queries
+from lab.retrieval_evaluation import evaluate_retrieval, evaluate_search, fusion_grid, read_queries
 
 
 def _weights(pairs: list[str]) -> dict[str, float]:
@@ -117,6 +117,9 @@ class Command(BaseCommand):
         parser.add_argument("--with-rerank", action="store_true", help="Also measure the reranked fusion")
         parser.add_argument("--rerank-blend", type=float, default=None, help="0 = fused order, 1 = reranker only")
         parser.add_argument("--fusion-grid", action="store_true", help="Compare fusion settings (nDCG@10) instead")
+        parser.add_argument(
+            "--final-only", action="store_true", help="retrieval: only what search() returns, no stage alone (faster)"
+        )
         parser.add_argument("--report", type=Path, default=None, help="answers: write an HTML report with plots here")
         parser.add_argument(
             "--resume", action="store_true", help="answers: continue the newest unfinished run with the same settings"
@@ -139,8 +142,8 @@ class Command(BaseCommand):
             "--qrels", type=Path, default=None, help="kinds: BEIR qrels naming every relevant article of a question"
         )
 
-    def _config(self, options: dict[str, Any]) -> RetrievalConfig:
-        base = default_config()
+    def _config(self, options: dict[str, Any], collection: Collection | None = None) -> RetrievalConfig:
+        base = default_config(collection)
         try:
             return RetrievalConfig(
                 stages=tuple(options["stages"].split(",")) if options["stages"] else base.stages,
@@ -404,7 +407,6 @@ class Command(BaseCommand):
         dataset: Path = options["dataset"]
         if not (dataset / "corpus.jsonl").exists():
             raise CommandError(f"No corpus.jsonl in {dataset}.")
-        config = self._config(options)
         name = options["collection"] or f"eval-{dataset.name}".replace("_", "-")
         embedder = default_embedder()
         strategy, bounds = configured_chunking()
@@ -421,6 +423,8 @@ class Command(BaseCommand):
                 detect_boilerplate=False,
             )
             self.stderr.write(f"{name}: {report.summary()}")
+            # The collection's own fitted fusion, when it has one, is what its searches use.
+            config = self._config(options, Collection.objects.get(name=name))
             bar = tqdm(total=len(queries), unit="query", disable=not sys.stderr.isatty())
             if options["fusion_grid"]:
                 grid = fusion_grid(
@@ -434,21 +438,32 @@ class Command(BaseCommand):
                 for setting, ndcg in grid.items():
                     self.stdout.write(f"  {setting:<40} {ndcg}")
                 return
-            figures = evaluate_retrieval(
-                Collection.objects.get(name=name),
-                queries,
-                embedder=embedder,
-                config=config,
-                reranker=default_reranker(),
-                with_rerank=options["with_rerank"],
-                progress=lambda done, total: bar.update(1),
-            )
+            if options["final_only"]:
+                final = evaluate_search(
+                    Collection.objects.get(name=name),
+                    queries,
+                    embedder=embedder,
+                    config=config,
+                    progress=lambda done, total: bar.update(1),
+                )
+                figures: dict[str, dict[str, float]] = {Stage.FINAL: final}
+            else:
+                figures = evaluate_retrieval(
+                    Collection.objects.get(name=name),
+                    queries,
+                    embedder=embedder,
+                    config=config,
+                    reranker=default_reranker(),
+                    with_rerank=options["with_rerank"],
+                    progress=lambda done, total: bar.update(1),
+                )
             bar.close()
         except KnowledgeError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(
             f"{dataset.name} ({options['split']}, {len(queries)} queries) · stages {','.join(config.stages)} · "
-            f"fusion {config.fusion} (k={config.rrf_k}, depth {config.depth}, weights {dict(config.weights)})"
+            f"fusion {config.fusion} (k={config.rrf_k}, depth {config.depth}, "
+            f"weights { ({str(k): v for k, v in config.weights.items()}) }, rerank blend {config.rerank_blend})"
         )
         columns = [
             "ndcg@10",

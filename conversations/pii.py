@@ -325,6 +325,7 @@ def _line_pieces(text: str, detection: _Detection) -> list[_Detection]:
 
 def _without_hinglish_edges(text: str, detection: _Detection) -> _Detection:
     """spaCy's model runs names into the Hindi words around them ("mera naam rubija hai")."""
+
     def hindi(word: str) -> bool:
         return word.casefold() in _HINGLISH_WORDS or _HINGLISH_FUTURE.fullmatch(word) is not None
 

@@ -12,7 +12,7 @@ from knowledge.models import Collection
 from knowledge.retrieval import RetrievalConfig, default_config, search
 from knowledge.sparse import StageHit
 from knowledge.stages import SEARCH_STAGES, Stage
-from lab.fusion_fitting import MIN_GAIN, Observation, fit, grid, ndcg_by_setting, setting_of
+from lab.fusion_fitting import MIN_GAIN, Observation, fit, grid, ndcg_by_setting, setting_of, sign_test
 
 BASE = RetrievalConfig(
     stages=SEARCH_STAGES,
@@ -143,3 +143,28 @@ def test_fit_fusion_asks_the_labelled_questions_and_stores_what_wins(helpcentre:
     assert helpcentre.fusion == {}
     with pytest.raises(CommandError, match="--labelled FILE"):
         call_command("fit_fusion", "--collection", "helpcentre")
+
+
+def test_a_gain_from_one_question_does_not_replace_the_default():
+    # One question that only dense ranks right, nine that every setting ranks alike: the best setting is
+    # better on the whole, but one question is no evidence (sign test p = 0.5).
+    lucky = Observation(
+        {Stage.BM25: hits(2, 1), Stage.DENSE: hits(1, 2), Stage.DENSE_SECONDARY: hits(2, 1), Stage.FUZZY: []},
+        {1: 0.0, 2: 5.0},
+        {"right": 1},
+    )
+    alike = Observation(
+        {Stage.BM25: hits(1, 2), Stage.DENSE: hits(1, 2), Stage.DENSE_SECONDARY: hits(1, 2), Stage.FUZZY: []},
+        {1: 5.0, 2: 0.0},
+        {"right": 1},
+    )
+    result = fit([lucky, *[alike] * 9], BASE, {1: "right", 2: "wrong"})
+    assert result.ndcg[result.best.name] > result.ndcg[result.default.name] + MIN_GAIN
+    assert (result.wins, result.losses) == (1, 0) and result.p_value == 0.5
+    assert result.chosen == result.default
+
+
+def test_the_sign_test():
+    assert sign_test(0, 0) == 1.0
+    assert sign_test(5, 0) == pytest.approx(1 / 32)
+    assert sign_test(3, 3) == pytest.approx(42 / 64)

@@ -23,7 +23,8 @@ class Command(BaseCommand):
         "Fit the collection's fusion (stage weights and rerank blend) on its own labelled questions: every "
         "weighting of BM25 and the two dense models in tenths, fuzzy 0 or 0.1, blends 0 to 1, scored by "
         "nDCG@10 of the reranked ranking. The best replaces the default only when it beats it by "
-        f"{fusion_fitting.MIN_GAIN}; it is stored on the collection and every search of it uses it."
+        f"{fusion_fitting.MIN_GAIN} and ranks significantly more questions better than worse (sign test, "
+        f"p < {fusion_fitting.MAX_P}); the fit is stored on the collection and every search of it uses it."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -84,6 +85,10 @@ class Command(BaseCommand):
         for name, ndcg in ranked[:10]:
             self.stdout.write(f"  {ndcg:.4f}  {name}")
         self.stdout.write(f"  {fit.ndcg[fit.default.name]:.4f}  {fit.default.name}  ← the default")
+        self.stdout.write(
+            f"best: {fit.best.name}: ranks {fit.wins} questions better than the default and {fit.losses} worse "
+            f"(sign test p = {fit.p_value:.3g})"
+        )
         self.stdout.write(f"chosen: {fit.chosen.name} (gain {fit.gain:+.4f} over the default)")
         # Stored even when the default is kept: the collection has been fitted, and --if-missing skips it.
         record = {
@@ -92,6 +97,9 @@ class Command(BaseCommand):
             "ndcg@10": fit.ndcg[fit.chosen.name],
             "default_ndcg@10": fit.ndcg[fit.default.name],
             "questions": fit.questions,
+            "better": fit.wins,
+            "worse": fit.losses,
+            "sign_test_p": round(fit.p_value, 4),
             "fitted_on": self._fitted_on(options),
         }
         if options["save"] is not None:

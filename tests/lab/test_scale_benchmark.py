@@ -44,7 +44,7 @@ def test_bench_scale_builds_searches_and_compares_with_exact_scans(helpcentre: C
     assert set(chunks.values_list("version__audience", flat=True)) == {"public", "member", "staff"}
     assert figures["built"]["scale-1000"]["real_chunks"] == helpcentre.chunk_count
     for key in ("large public ef_search=40", "large staff ef_search=40", "small public ef_search=40"):
-        assert 0.5 < figures[key]["recall@10"] <= 1.0 and figures[key]["p50_ms"] > 0
+        assert 0.5 < figures[key]["recall@10"] <= figures[key]["recall@10_ties"] <= 1.0 and figures[key]["p50_ms"] > 0
     assert figures["small public ef_search=40, shared graph"]["p50_ms"] > 0
     assert figures["search_without_rerank"]["p50_ms"] > 0
     # The shared graph of the comparison is gone and each collection has its own graphs back.

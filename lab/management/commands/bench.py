@@ -214,7 +214,8 @@ class Command(BaseCommand):
                     results[key] = {**figures, "exact_scan_ms": round(exact_ms, 1)}
                     self.stdout.write(
                         f"{key:>32}: p50 {figures['p50_ms']:>6.1f} ms  p95 {figures['p95_ms']:>6.1f} ms  "
-                        f"recall@10 {figures['recall@10']:.3f}  (exact scan {exact_ms:.0f} ms)"
+                        f"recall@10 {figures['recall@10']:.3f} (with ties {figures['recall@10_ties']:.3f})  "
+                        f"(exact scan {exact_ms:.0f} ms)"
                     )
         if options["compare_shared"]:
             with scale.shared_graph((big.pk, small.pk)) as seconds:

@@ -117,12 +117,7 @@ class Command(BaseCommand):
     def _retrieval(self, dataset: Path, options: dict[str, Any]) -> dict[str, Any]:
         if not 1 <= options["copies"] <= 1000:
             raise CommandError("--copies must be between 1 and 1000.")
-        try:
-            source = Collection.objects.select_related("embedding_space", "secondary_space").get(name=options["source"])
-        except Collection.DoesNotExist:
-            raise CommandError(
-                f"No collection {options['source']!r}: index one first (`bench ingest` makes bench-scifact)."
-            ) from None
+        source = _source(options["source"])
         queries = [q.text for q in read_queries(dataset, "test")][: options["limit"] or 100]
         started = time.perf_counter()
         name = f"{source.name}-x{options['copies']}"
@@ -163,12 +158,7 @@ class Command(BaseCommand):
             raise CommandError("--small must be at least 100 and at most --chunks.")
         if any(not 1 <= ef <= 1000 for ef in options["ef_search"]):
             raise CommandError("--ef-search values must be between 1 and 1000.")
-        try:
-            source = Collection.objects.select_related("embedding_space", "secondary_space").get(name=options["source"])
-        except Collection.DoesNotExist:
-            raise CommandError(
-                f"No collection {options['source']!r} to sample: `bench ingest` makes bench-scifact."
-            ) from None
+        source = _source(options["source"])
         columns: tuple[DenseIndex, ...] = (
             ("embedding", "secondary_embedding") if options["columns"] == "both" else ("embedding",)
         )
@@ -329,3 +319,11 @@ class Command(BaseCommand):
 
 def _progress(bar: tqdm) -> Callable[[int, int], None]:
     return lambda done, total: bar.update(done - bar.n)
+
+
+def _source(name: str) -> Collection:
+    """The indexed collection a benchmark copies or samples."""
+    try:
+        return Collection.objects.select_related("embedding_space", "secondary_space").get(name=name)
+    except Collection.DoesNotExist:
+        raise CommandError(f"No collection {name!r}: index one first (`bench ingest` makes bench-scifact).") from None

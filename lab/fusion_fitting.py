@@ -9,14 +9,12 @@ those readings, so a grid of hundreds of settings costs little more than one eva
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import product
 from math import comb
 from types import MappingProxyType
 
-from knowledge.chunking import split_sentences
 from knowledge.embeddings import Embedder
 from knowledge.fusion import Fused, blend_rerank, fuse
 from knowledge.fuzzy import corrected, find_typos
@@ -37,9 +35,6 @@ FUZZY_WEIGHTS = (0.0, 0.1)
 # whole, and question by question significantly (sign test), see fit().
 MIN_GAIN = 0.002
 MAX_P = 0.05
-# A pseudo-question is a chunk's first sentence of at least this many words, cut to the most.
-PSEUDO_MIN_WORDS = 5
-PSEUDO_MAX_WORDS = 20
 
 
 @dataclass(frozen=True)
@@ -100,26 +95,6 @@ def grid(stages: Sequence[str]) -> list[Setting]:
         for f in fuzzy
         for blend in BLENDS
     ]
-
-
-def pseudo_queries(collection: Collection, count: int, *, seed: int = 0) -> list[Query]:
-    """Questions for a collection nobody has labelled: the first sentence of `count` of its chunks, drawn
-    at random, each answered by its own article. The sentence without its heading: headings are indexed
-    with the text, and asking one back would favour BM25 more than real questions do."""
-    rows = list(
-        Chunk.objects.filter(collection=collection, version__status="published")
-        .order_by("pk")
-        .values_list("pk", "text", "version__article__slug")
-    )
-    random.Random(seed).shuffle(rows)
-    queries = []
-    for pk, text, slug in rows:
-        first = next((s for s in split_sentences(" ".join(text.split())) if len(s.split()) >= PSEUDO_MIN_WORDS), None)
-        if first is not None:
-            queries.append(Query(f"pseudo-{pk}", " ".join(first.split()[:PSEUDO_MAX_WORDS]), {slug: 1}))
-        if len(queries) == count:
-            break
-    return queries
 
 
 def setting_of(config: RetrievalConfig) -> Setting:

@@ -18,7 +18,6 @@ from lab.fusion_fitting import (
     fit,
     grid,
     ndcg_by_setting,
-    pseudo_queries,
     setting_of,
     sign_test,
 )
@@ -177,15 +176,3 @@ def test_the_sign_test():
     assert sign_test(0, 0) == 1.0
     assert sign_test(5, 0) == pytest.approx(1 / 32)
     assert sign_test(3, 3) == pytest.approx(42 / 64)
-
-
-@pytest.mark.django_db
-def test_pseudo_questions_are_first_sentences_answered_by_their_own_article(helpcentre: Collection):
-    questions = pseudo_queries(helpcentre, 10)
-    assert len(questions) == 10 and len({q.query_id for q in questions}) == 10
-    slugs = set(helpcentre.articles.values_list("slug", flat=True))
-    for question in questions:
-        assert 5 <= len(question.text.split()) <= 20
-        (article,) = question.relevant
-        assert article in slugs
-    assert pseudo_queries(helpcentre, 10) == questions  # the same draw every time

@@ -39,13 +39,6 @@ class Command(BaseCommand):
         )
         parser.add_argument("--beir", type=Path, default=None, metavar="DIR", help="A BEIR folder's queries and qrels")
         parser.add_argument("--split", default="train", help="--beir: the qrels split to fit on (default train)")
-        parser.add_argument(
-            "--pseudo",
-            type=int,
-            default=None,
-            metavar="N",
-            help="No labelled questions: N of its chunks' first sentences, each answered by its own article",
-        )
         parser.add_argument("--limit", type=int, default=None, help="Only the first N questions")
         parser.add_argument("--dry-run", action="store_true", help="Print the figures, store nothing")
         parser.add_argument("--save", type=Path, default=None, metavar="FILE", help="Also write the fit as JSON")
@@ -70,7 +63,7 @@ class Command(BaseCommand):
         if options["clear"] or options["load"]:
             self._store(collection, {} if options["clear"] else _read_fit(options["load"]), options)
             return
-        queries = self._queries(options, collection)
+        queries = self._queries(options)
         if not queries:
             raise CommandError("No answerable question with a relevant article to fit on.")
         base = default_config()  # the settings' default, never an earlier fit
@@ -116,11 +109,9 @@ class Command(BaseCommand):
             return
         self._store(collection, record, options)
 
-    def _queries(self, options: dict[str, Any], collection: Collection) -> list[Query]:
-        if not options["labelled"] and options["beir"] is None and options["pseudo"] is None:
-            raise CommandError("Give the questions to fit on: --labelled FILE (repeatable), --beir DIR or --pseudo N.")
-        if options["pseudo"] is not None and not 10 <= options["pseudo"] <= 10_000:
-            raise CommandError("--pseudo must be between 10 and 10000 questions.")
+    def _queries(self, options: dict[str, Any]) -> list[Query]:
+        if not options["labelled"] and options["beir"] is None:
+            raise CommandError("Give the questions to fit on: --labelled FILE (repeatable) or --beir DIR.")
         if options["limit"] is not None and options["limit"] < 1:
             raise CommandError("--limit must be a positive number.")
         queries: list[Query] = []
@@ -135,16 +126,12 @@ class Command(BaseCommand):
                 queries.extend(read_queries(options["beir"], options["split"]))
         except (CalibrationError, KnowledgeError) as exc:
             raise CommandError(str(exc)) from None
-        if options["pseudo"] is not None:
-            queries.extend(fusion_fitting.pseudo_queries(collection, options["pseudo"]))
         return queries[: options["limit"]]
 
     def _fitted_on(self, options: dict[str, Any]) -> str:
         sources = [str(path) for path in options["labelled"]]
         if options["beir"] is not None:
             sources.append(f"{options['beir']} ({options['split']})")
-        if options["pseudo"] is not None:
-            sources.append(f"{options['pseudo']} pseudo-questions from its own chunks")
         return " + ".join(sources)
 
     def _store(self, collection: Collection, record: dict[str, Any], options: dict[str, Any]) -> None:

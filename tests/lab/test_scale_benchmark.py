@@ -53,8 +53,9 @@ def test_bench_scale_builds_searches_and_compares_with_exact_scans(helpcentre: C
     assert {index_name(big.pk, column) for column in VECTOR_COLUMNS} <= names
 
 
-def test_bench_scale_refuses_sizes_it_cannot_build():
+def test_bench_scale_refuses_sizes_it_cannot_build(tmp_path: Path):
+    (tmp_path / "corpus.jsonl").write_text("")
     with pytest.raises(CommandError, match="--chunks"):
-        call_command("bench", "scale", "--chunks", "10")
+        call_command("bench", "scale", "--dataset", str(tmp_path), "--chunks", "10")
     with pytest.raises(CommandError, match="--small"):
-        call_command("bench", "scale", "--chunks", "1000", "--small", "5000")
+        call_command("bench", "scale", "--dataset", str(tmp_path), "--chunks", "1000", "--small", "5000")

@@ -22,12 +22,13 @@ RECALL_DEPTHS = range(1, 7)
 
 def snapshot_settings(collection: Collection) -> dict[str, Any]:
     """The settings a result depends on: two runs with the same snapshot measure the same system."""
+    retrieval = default_config(collection)
     return {
         "generator": configured_generator(),
         "retrieval_stages": list(settings.RETRIEVAL_STAGES),
-        "fusion": default_config(collection).fusion,
-        "weights": dict(default_config(collection).weights),
-        "rerank_blend": default_config(collection).rerank_blend,
+        "fusion": retrieval.fusion,
+        "weights": dict(retrieval.weights),
+        "rerank_blend": retrieval.rerank_blend,
         "rerank": settings.RERANK_ENABLED,
         "answer_passages": settings.ANSWER_PASSAGES,
         "context_budget_tokens": settings.CONTEXT_BUDGET_TOKENS,

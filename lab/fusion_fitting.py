@@ -128,6 +128,8 @@ def observe(
     shortlist, read together as search() reads a shortlist (each statement also after its predecessor)."""
     scope = Scope(collection.pk, "staff")
     stages = tuple(dict.fromkeys(stage for s in settings for stage in s.weights))
+    # Settings that differ only in their blend shortlist the same chunks.
+    weightings = list({tuple(sorted(s.weights.items())): s for s in settings}.values())
     observations = []
     for done, query in enumerate(queries, start=1):
         prepared = prepare_query(query.text, collection)
@@ -142,15 +144,16 @@ def observe(
             typos=typos,
         )
         wanted: dict[int, None] = {}
-        weightings = {tuple(sorted(s.weights.items())): s for s in settings}
-        for setting in weightings.values():
+        for setting in weightings:
             config = setting.config(base)
             fused = _fused(Observation(rankings, {}, query.relevant), config)
             wanted.update(dict.fromkeys(f.chunk_id for f in fused[: shortlist_size(fused, rankings, config)]))
-        rows = dict(Chunk.objects.filter(pk__in=list(wanted)).values_list("id", "heading_path"))
-        texts = dict(Chunk.objects.filter(pk__in=list(wanted)).values_list("id", "text"))
+        rows = {
+            pk: (path, text)
+            for pk, path, text in Chunk.objects.filter(pk__in=list(wanted)).values_list("id", "heading_path", "text")
+        }
         ids = list(wanted)
-        passages = [(rows[i], texts[i]) for i in ids]
+        passages = [rows[i] for i in ids]
         read = read_passages(reranker, corrected(prepared, typos, [t for _, t in passages]), passages) if ids else []
         observations.append(Observation(rankings, {i: r.score for i, r in zip(ids, read, strict=True)}, query.relevant))
         if progress:

@@ -18,6 +18,8 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from answering.outcome import Decision
+from answering.privacy.masking import PERSONAL_DATA_PERMISSION
 from conversations.availability import for_collection, valid_time_zone
 from conversations.erasure import erase_customer, erasure_preview
 from conversations.models import (
@@ -26,7 +28,6 @@ from conversations.models import (
     ClosedDay,
     Conversation,
     ConversationSummary,
-    Decision,
     Message,
     OpeningPeriod,
     Referral,
@@ -38,7 +39,6 @@ from conversations.models import (
     TurnFeedback,
     Verdict,
 )
-from conversations.pii import PERSONAL_DATA_PERMISSION
 from customers.admin import CustomerAdmin, OrderAdmin, Unwritable
 from customers.models import Customer, Order
 from supportbot.admin_helpers import ReadOnly, ReadOnlyInline, admin_link, html_list, html_table

@@ -13,6 +13,9 @@ from django.core import signing
 from django.db import transaction
 from django.utils import timezone
 
+from answering.outcome import Decision, HandoffReason
+from answering.privacy.masking import mask_pii
+from answering.services import default_services
 from conversations import assignment, availability, events, notifications
 from conversations.errors import ChatError
 from conversations.feedback import rating_of, reply_turn
@@ -20,8 +23,6 @@ from conversations.intake import claim_answer
 from conversations.models import (
     Conversation,
     ConversationStatus,
-    Decision,
-    HandoffReason,
     Message,
     Referral,
     ReferralStatus,
@@ -30,9 +31,7 @@ from conversations.models import (
     StaffActionKind,
     Turn,
 )
-from conversations.pii import mask_pii
 from conversations.recording import TurnResult
-from conversations.services import default_services
 from conversations.turns import answer_message
 from customers import tokens
 from customers.models import Customer

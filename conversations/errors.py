@@ -32,9 +32,5 @@ class ChatError(Exception):
         self.code = code
 
 
-class AbstentionModelError(ValueError):
-    pass
-
-
 class QueueUnavailable(Exception):
     """The turn queue (Redis, for the Celery runner) cannot be reached; the message stays stored."""

@@ -10,10 +10,10 @@ from typing import Any
 
 from django.db import transaction
 
+from answering.privacy.masking import mask_pii
 from conversations import events
 from conversations.errors import ChatError
 from conversations.models import Conversation, ConversationStatus, FeedbackRating, Message, Role, Turn, TurnFeedback
-from conversations.pii import mask_pii
 
 REASON_FIELD_CHARS = TurnFeedback._meta.get_field("reason").max_length or 300
 

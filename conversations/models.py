@@ -6,7 +6,8 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import models
 
-from conversations.pii import mask_pii
+from answering.outcome import Decision, HandoffReason
+from answering.privacy.masking import mask_pii
 from knowledge.models import Audience, Collection
 
 
@@ -116,16 +117,6 @@ class Message(models.Model):
         return mask_pii(self.text).text
 
 
-class Decision(models.TextChoices):
-    """Which kind of reply a turn shipped: a direct answer; a suggestion (the section that looks like what
-    was asked, quoted, with "Did this answer your question?"); "I don't know"; or a hand-off to a person."""
-
-    ANSWERED = "answered", "Answered"
-    SUGGESTED = "suggested", "Suggested a section"
-    ABSTAINED = "abstained", "Abstained"
-    REFERRED = "referred", "Referred to a person"
-
-
 class Turn(models.Model):
     """One customer message and the reply to it, with every step in between. Text sent to a third party or
     stored here for analysis is masked; the raw message lives only in Message."""
@@ -195,18 +186,6 @@ class ReferralStatus(models.TextChoices):
     OPEN = "open", "Open"
     CLAIMED = "claimed", "Claimed"
     RESOLVED = "resolved", "Resolved"
-
-
-class HandoffReason(models.TextChoices):
-    """Why a conversation went to a person: a fixed set, shown in the queue and counted in analytics."""
-
-    CUSTOMER_ASKED = "customer_asked", "Customer asked for a person"
-    NO_KNOWLEDGE = "no_knowledge", "No knowledge"
-    UNSUPPORTED_CLAIM = "unsupported_claim", "Unsupported claim cut"
-    POLICY = "policy", "Policy"
-    PROVIDER_FAILURE = "provider_failure", "Provider failure"
-    STAFF_TOOK_OVER = "staff_took_over", "Staff took over"
-    SUGGESTION_DECLINED = "suggestion_declined", "Suggestion did not answer"
 
 
 class Referral(models.Model):

@@ -1,5 +1,5 @@
-"""Writing a turn down: what the pipeline produced becomes the reply message, the Turn with every step, its
-claims, and a referral when it refers; and the result the caller shows."""
+"""Writing a turn down: what answering produced becomes the reply message, the Turn with every step, its
+claims, the refund decision, and a referral when it refers; and the result the caller shows."""
 
 from __future__ import annotations
 
@@ -8,21 +8,17 @@ from typing import Any
 
 from django.db import transaction
 
+from answering.ground.grounding import ClaimVerdict
+from answering.outcome import Decision, Outcome
 from conversations.assignment import assign
-from conversations.context import Context
-from conversations.generation import (
-    ABSTAIN_REPLY,
-)
-from conversations.grounding import ClaimVerdict
 from conversations.memory import remember
 from conversations.models import (
     Claim,
     Conversation,
     ConversationStatus,
-    Decision,
-    HandoffReason,
     Message,
     Referral,
+    RefundDecision,
     Role,
     Turn,
 )
@@ -88,29 +84,7 @@ def candidates_record(hits: list[Hit]) -> list[dict[str, Any]]:
     ]
 
 
-@dataclass
-class TurnOutcome:
-    """What the pipeline produced, before it is written down."""
-
-    query: str = ""
-    hits: list[Hit] = field(default_factory=list)
-    context: Context | None = None
-    evidence_score: float | None = None
-    signals: dict[str, float] = field(default_factory=dict)
-    reading: list[dict[str, object]] = field(default_factory=list)
-    units: list[dict[str, object]] = field(default_factory=list)
-    generator: str = ""
-    draft: str = ""
-    verdicts: list[ClaimVerdict] = field(default_factory=list)
-    decision: str = Decision.ABSTAINED
-    reply: str = ABSTAIN_REPLY
-    referral_reason: str = ""
-    # Which of the fixed hand-off reasons referral_reason details; set with it wherever a turn refers.
-    referral_code: str = HandoffReason.NO_KNOWLEDGE
-    notes: list[str] = field(default_factory=list)
-
-
-def _citations(outcome: TurnOutcome) -> list[Citation]:
+def _citations(outcome: Outcome) -> list[Citation]:
     if outcome.decision not in (Decision.ANSWERED, Decision.SUGGESTED) or outcome.context is None:
         return []
     numbers = sorted({n for v in outcome.verdicts for n in v.citations})
@@ -130,7 +104,7 @@ def _citations(outcome: TurnOutcome) -> list[Citation]:
 
 
 @transaction.atomic
-def record_turn(conversation: Conversation, message: Message, outcome: TurnOutcome, watch: Stopwatch) -> TurnResult:
+def record_turn(conversation: Conversation, message: Message, outcome: Outcome, watch: Stopwatch) -> TurnResult:
     reply = Message.objects.create(conversation=conversation, role=Role.ASSISTANT, text=outcome.reply)
     citations = _citations(outcome)
     turn = Turn.objects.create(
@@ -165,6 +139,16 @@ def record_turn(conversation: Conversation, message: Message, outcome: TurnOutco
         )
         for i, v in enumerate(outcome.verdicts)
     )
+    if outcome.refund is not None:
+        refund = outcome.refund
+        RefundDecision.objects.create(
+            order=refund.order,
+            amount=refund.amount,
+            approved=refund.approved,
+            reason=refund.reason,
+            requested_via=refund.via,
+            conversation=conversation,
+        )
     remember(conversation)
     if outcome.decision == Decision.REFERRED:
         Referral.objects.create(

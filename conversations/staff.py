@@ -9,12 +9,13 @@ from typing import Any
 from django.http import HttpRequest
 from django.template.loader import render_to_string
 
+from answering.outcome import Decision
+from answering.privacy.masking import PERSONAL_DATA_PERMISSION
 from conversations import notifications
 from conversations.feedback import conversation_feedback
 from conversations.models import (
     Conversation,
     ConversationStatus,
-    Decision,
     Message,
     PresenceStatus,
     Referral,
@@ -22,7 +23,6 @@ from conversations.models import (
     Role,
     StaffPresence,
 )
-from conversations.pii import PERSONAL_DATA_PERMISSION
 
 TRANSCRIPT_MESSAGES = 20
 

@@ -7,7 +7,7 @@ from celery import shared_task
 from celery.signals import celeryd_after_setup, worker_process_init
 from django.conf import settings
 
-from conversations.services import warm_up
+from answering.services import warm_up
 from conversations.turn_queue import TASK_NAME, answer_pending
 
 

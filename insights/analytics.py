@@ -33,11 +33,10 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from answering.outcome import Decision, HandoffReason
 from conversations.models import (
     Conversation,
-    Decision,
     FeedbackRating,
-    HandoffReason,
     Message,
     Referral,
     Role,

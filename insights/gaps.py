@@ -26,9 +26,10 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from conversations.models import Decision, FeedbackRating, Turn
-from conversations.pii import searchable, without_placeholders
-from conversations.rewrite import is_follow_up
+from answering.outcome import Decision
+from answering.privacy.masking import searchable, without_placeholders
+from answering.rewrite import is_follow_up
+from conversations.models import FeedbackRating, Turn
 from insights.errors import GapError
 from insights.models import ContentGap, ContentGapRun
 from knowledge import publishing

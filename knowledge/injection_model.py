@@ -6,7 +6,7 @@ The rules in knowledge/injection.py know the phrasings someone wrote down; this 
 word pieces that jailbreaks and injections in other people's collections are made of, so it catches such
 text in phrasings the rules were never shown. It has two cuts: above the high cut
 a statement is planted and goes like a rule's catch; between the cuts it is suspect, kept as evidence, but
-nothing it alone supports is shipped to a customer (conversations/grounding.py).
+nothing it alone supports is shipped to a customer (answering/ground/grounding.py).
 
 Pure numpy: a statement costs a few hundred hashes and one sum, far under a millisecond.
 """

@@ -11,8 +11,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from answering.services import TurnServices
 from conversations.models import Claim, Conversation, Turn, Verdict
-from conversations.services import TurnServices
 from conversations.turns import answer_turn
 from knowledge.chunking import HEADING_SEPARATOR
 from knowledge.models import ArticleVersion, Chunk, Collection

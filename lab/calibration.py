@@ -13,8 +13,9 @@ from pathlib import Path
 from django.conf import settings
 from django.utils import timezone
 
-from conversations.services import TurnServices
-from conversations.turns import DEFAULT_POLICY, gather_evidence
+from answering.evidence.gather import gather_evidence
+from answering.question import DEFAULT_POLICY
+from answering.services import TurnServices
 from knowledge.models import Collection
 from knowledge.scope import VISIBLE_AUDIENCES
 from lab.errors import CalibrationError

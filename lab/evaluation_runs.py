@@ -9,8 +9,8 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from conversations.providers import configured_generator
-from conversations.services import answer_model
+from answering.providers.registry import configured_generator
+from conversations.turns import answer_model
 from knowledge.models import Collection
 from knowledge.retrieval import default_config
 from lab.answer_evaluation import BRANCHES, CATEGORIES, KINDS, AnswerEvaluation, QuestionResult, recall_at

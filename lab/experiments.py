@@ -15,9 +15,10 @@ from typing import Any
 
 from django.utils import timezone
 
-from conversations.abstention import Row, tradeoff
-from conversations.rewrite import question_focus, rewrite_by_rule
-from conversations.services import TurnServices, answer_model
+from answering.decide.abstention import Row, tradeoff
+from answering.rewrite import question_focus, rewrite_by_rule
+from answering.services import TurnServices
+from conversations.turns import answer_model
 from knowledge.embeddings import Embedder
 from knowledge.fusion import fuse
 from knowledge.fuzzy import find_typos

@@ -16,7 +16,7 @@ import numpy as np
 from django.conf import settings
 from sklearn.metrics import adjusted_rand_score
 
-from conversations.pii import mask_pii
+from answering.privacy.masking import mask_pii
 from insights.gaps import cluster, embed_questions, model_text
 from knowledge.embeddings import Embedder
 from lab.errors import GapLabelError

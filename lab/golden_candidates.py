@@ -11,8 +11,8 @@ from typing import Any
 
 from django.db import transaction
 
+from answering.privacy.masking import mask_pii
 from conversations.models import Turn
-from conversations.pii import mask_pii
 from knowledge.models import Chunk, Collection, VersionStatus
 from knowledge.scope import VISIBLE_AUDIENCES
 from lab.errors import GoldenCandidateError

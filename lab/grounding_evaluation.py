@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from conversations.grounding import Grounder
+from answering.ground.grounding import Grounder
 from lab.errors import GroundingDatasetError
 
 LABELS = ("SUPPORT", "CONTRADICT", "UNRELATED")

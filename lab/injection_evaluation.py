@@ -26,12 +26,13 @@ from typing import Any
 import httpx2
 from django.core.management import call_command
 
-from conversations.claims import content_words
+from answering.ground.claims import content_words
+from answering.providers.base import REWRITE_SYSTEM, TOOLS_SYSTEM
+from answering.providers.openai_compatible import OpenAICompatibleClient
+from answering.providers.registry import language_model_from_settings
+from answering.read.reader import passage_sentences
+from answering.services import TurnServices
 from conversations.models import Turn
-from conversations.openai_compatible import OpenAICompatibleClient
-from conversations.providers import REWRITE_SYSTEM, TOOLS_SYSTEM, language_model_from_settings
-from conversations.reader import passage_sentences
-from conversations.services import TurnServices
 from knowledge.models import Collection
 from lab.answer_evaluation import GoldenQuestion, QuestionResult, evaluate_question
 from lab.errors import InjectionSetupError

@@ -12,8 +12,8 @@ from typing import Any
 
 from django.utils import timezone
 
+from answering.services import TurnServices
 from conversations.models import Conversation
-from conversations.services import TurnServices
 from conversations.turns import answer_turn
 from knowledge.models import Collection
 from lab.answer_evaluation import KINDS

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conversations.pii import MaskedText, PiiSpan, mask_pii
+from answering.privacy.masking import MaskedText, PiiSpan, mask_pii
 from lab.errors import PiiDatasetError
 from lab.pii_set import KEPT_KINDS, PERSONAL_KINDS, LabelledSpan, PiiMessage
 

@@ -151,7 +151,7 @@ WHITENOISE_AUTOREFRESH = DEBUG
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"mask_pii": {"()": "conversations.pii.PiiMaskingFilter"}},
+    "filters": {"mask_pii": {"()": "answering.privacy.masking.PiiMaskingFilter"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler"},
         # Loggers that may carry a customer's words write through this one: personal data is masked first.
@@ -162,6 +162,7 @@ LOGGING = {
     "loggers": {
         "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "django.channels.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "answering": {"handlers": ["console_masked"], "level": "INFO", "propagate": False},
         "conversations": {"handlers": ["console_masked"], "level": "INFO", "propagate": False},
     },
 }

@@ -14,7 +14,8 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 from playwright.sync_api import Browser, Page, expect
 
-from conversations.models import Decision, FeedbackRating
+from answering.outcome import Decision
+from conversations.models import FeedbackRating
 from insights.models import ContentGap
 from knowledge.models import Collection, VersionStatus
 from tests.browser.conftest import STAFF_PASSWORD

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
+from answering.outcome import Decision, HandoffReason
 from conversations import chat, events
-from conversations.models import Conversation, Decision, HandoffReason, Referral, Turn, TurnFeedback
+from conversations.models import Conversation, Referral, Turn, TurnFeedback
 from knowledge.models import Collection
 from tests.browser.conftest import STAFF_PASSWORD
 from tests.browser.test_insights_pages import signed_in

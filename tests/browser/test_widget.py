@@ -11,7 +11,7 @@ from playwright.sync_api import Page, expect
 from conversations import chat
 from conversations.models import Referral, StaffAction
 from tests.browser.conftest import STAFF_PASSWORD
-from tests.conversations.fakes import claude_says, services
+from tests.answering.fakes import claude_says, services
 
 # The marker has pytest-django create the test database; the data the server needs is committed by the
 # module's fixture, outside any test's transaction, so the server's own connections see it.

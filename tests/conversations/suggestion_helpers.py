@@ -5,11 +5,12 @@ the turn decides to suggest."""
 
 from __future__ import annotations
 
-from conversations.models import Conversation, Decision, Message, Role, Turn
+from answering.outcome import Decision
+from conversations.models import Conversation, Message, Role, Turn
 
 SECTION_URL = "/help/returns#return-window"
 STEPS_URL = "/help/returns#how-to-start-a-return"
-# One record per suggested section, as conversations/suggestion.py stores them: the section's quoted units with
+# One record per suggested section, as answering/read/suggestion.py stores them: the section's quoted units with
 # their citations, a procedure's steps one a line.
 UNITS = [
     {

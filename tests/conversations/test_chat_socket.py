@@ -30,7 +30,7 @@ from conversations.models import (
 from customers import tokens
 from customers.models import Customer
 from supportbot.asgi import application
-from tests.conversations.fakes import claude_says, services
+from tests.answering.fakes import claude_says, services
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

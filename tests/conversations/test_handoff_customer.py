@@ -13,13 +13,13 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
+from answering.outcome import HandoffReason
 from conversations import chat
 from conversations.errors import FrameError
 from conversations.models import (
     BusinessHours,
     Conversation,
     ConversationStatus,
-    HandoffReason,
     Message,
     OpeningPeriod,
     PresenceStatus,

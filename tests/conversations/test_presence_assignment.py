@@ -20,14 +20,13 @@ from django.db import connection
 from django.test import AsyncClient, Client
 from django.utils import timezone
 
+from answering.outcome import Decision, HandoffReason, Outcome
 from conversations import chat, consumers, presence
 from conversations.assignment import assign
 from conversations.models import (
     PRESENCE_LAPSES_AFTER_S,
     Conversation,
     ConversationStatus,
-    Decision,
-    HandoffReason,
     Message,
     Referral,
     Role,
@@ -35,7 +34,7 @@ from conversations.models import (
     StaffPresence,
     Turn,
 )
-from conversations.recording import TurnOutcome, record_turn
+from conversations.recording import record_turn
 from conversations.staff import render_card
 from knowledge.models import Collection, EmbeddingSpace
 from supportbot.asgi import application
@@ -215,7 +214,7 @@ def test_a_turn_that_refers_records_its_reason_code_and_is_assigned(collection):
     staff_member("ana")
     conversation = Conversation.objects.create(collection=collection)
     question = Message.objects.create(conversation=conversation, role=Role.CUSTOMER, text="Refund order 1051")
-    outcome = TurnOutcome(decision=Decision.REFERRED, referral_reason="refund refused", referral_code="policy")
+    outcome = Outcome(decision=Decision.REFERRED, referral_reason="refund refused", referral_code="policy")
     record_turn(conversation, question, outcome, Stopwatch())
     referral = Referral.objects.get(conversation=conversation)
     assert referral.reason_code == HandoffReason.POLICY and referral.get_reason_code_display() == "Policy"

@@ -11,13 +11,12 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from answering.outcome import Decision, HandoffReason
 from conversations import chat
 from conversations.errors import ChatError, FrameError
 from conversations.models import (
     Conversation,
     ConversationStatus,
-    Decision,
-    HandoffReason,
     Message,
     Referral,
     ReferralStatus,

@@ -10,12 +10,13 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from answering.outcome import HandoffReason
+from answering.replies import ABSTAIN_REPLY, REFER_REPLY
 from conversations.errors import TurnError
-from conversations.generation import ABSTAIN_REPLY, REFER_REPLY
-from conversations.models import Claim, Conversation, ConversationStatus, HandoffReason, Message, Referral, Turn
+from conversations.models import Claim, Conversation, ConversationStatus, Message, Referral, Turn
 from conversations.turns import answer_turn
 from knowledge.models import Collection
-from tests.conversations.fakes import FakeModelAPI, claude_says, error_response, services, text_stream
+from tests.answering.fakes import FakeModelAPI, claude_says, error_response, services, text_stream
 from tests.knowledge.helpers import sync_folder
 
 pytestmark = pytest.mark.django_db

@@ -11,12 +11,13 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from answering.customer.refunds import certify_refund, refund_request_in
+from answering.outcome import HandoffReason
+from answering.replies import ORDER_NOT_FOUND_REPLY, REFUND_REFERRED_REPLY, SIGN_IN_REPLY
 from conversations.chat import verified_customer
 from conversations.erasure import erase_customer
 from conversations.errors import ChatError
-from conversations.generation import ORDER_NOT_FOUND_REPLY, REFUND_REFERRED_REPLY, SIGN_IN_REPLY
-from conversations.models import Conversation, ConversationSummary, HandoffReason, Referral, RefundDecision, Turn
-from conversations.refunds import certify_refund, refund_request_in
+from conversations.models import Conversation, ConversationSummary, Referral, RefundDecision, Turn
 from conversations.turns import answer_turn
 from customers import tokens
 from customers.facts import set_fact
@@ -24,7 +25,7 @@ from customers.models import Customer, Order, OrderLine
 from knowledge.embeddings import secondary_embedder
 from knowledge.ingest import get_or_create_collection
 from knowledge.models import Collection
-from tests.conversations.fakes import FakeModelAPI, message_response, openai_tool_call, services, text_stream
+from tests.answering.fakes import FakeModelAPI, message_response, openai_tool_call, services, text_stream
 
 pytestmark = pytest.mark.django_db
 

@@ -3,7 +3,8 @@
 from datetime import datetime
 from pathlib import Path
 
-from conversations.models import Conversation, Decision, Message, Role, Turn
+from answering.outcome import Decision
+from conversations.models import Conversation, Message, Role, Turn
 from knowledge.embeddings import Embedder
 from knowledge.models import Collection
 from tests.knowledge.helpers import sync_folder

@@ -7,18 +7,8 @@ from datetime import datetime, timedelta
 
 from django.contrib.auth import get_user_model
 
-from conversations.models import (
-    Conversation,
-    Decision,
-    HandoffReason,
-    Message,
-    Referral,
-    Role,
-    StaffAction,
-    StaffActionKind,
-    Turn,
-    TurnFeedback,
-)
+from answering.outcome import Decision, HandoffReason
+from conversations.models import Conversation, Message, Referral, Role, StaffAction, StaffActionKind, Turn, TurnFeedback
 from knowledge.models import Collection, EmbeddingSpace
 
 REPLY_TAKES = timedelta(seconds=2)

@@ -5,7 +5,8 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from conversations.models import Decision, FeedbackRating, HandoffReason, StaffActionKind
+from answering.outcome import Decision, HandoffReason
+from conversations.models import FeedbackRating, StaffActionKind
 from insights.analytics import COLUMNS, Figures, Period, check_period, outcome_report, share
 from tests.insights.outcome_helpers import collection, conversation, customer_says, hand_off, staff_replies, turn
 

@@ -10,7 +10,8 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
-from conversations.models import Decision, FeedbackRating
+from answering.outcome import Decision
+from conversations.models import FeedbackRating
 from insights.analytics import COLUMNS
 from tests.insights.outcome_helpers import collection, conversation, turn
 

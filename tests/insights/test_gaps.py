@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from django.utils import timezone
 
-from conversations.models import Decision, FeedbackRating, TurnFeedback
-from conversations.pii import mask_pii
+from answering.outcome import Decision
+from answering.privacy.masking import mask_pii
+from conversations.models import FeedbackRating, TurnFeedback
 from insights.errors import GapError
 from insights.gaps import DEFAULT_THRESHOLD, cluster, model_text, run_content_gaps, unanswered_questions
 from tests.insights.gap_helpers import GIFT_WRAP, JOBS, SWITZERLAND, asked, gap_helpcentre

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from conversations.context import Evidence, assemble_context
+from answering.evidence.context import Evidence, assemble_context
 from knowledge.cleaning import clean_markdown
 from knowledge.injection import looks_like_instruction, without_instructions, without_outside_links
 from lab.injection_evaluation import surfaces

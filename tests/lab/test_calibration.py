@@ -8,7 +8,7 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
-from conversations.abstention import AnswerModel, most_answered_within, roc_auc, tradeoff, with_cuts
+from answering.decide.abstention import AnswerModel, most_answered_within, roc_auc, tradeoff, with_cuts
 from conversations.models import AbstentionThreshold
 from lab.calibration import SAMPLE_SETS, read_calibration_set
 from lab.errors import CalibrationError

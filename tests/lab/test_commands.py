@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from conversations.abstention import default_model, read_model
+from answering.decide.abstention import PROBABILITY, default_model, read_model
 from conversations.models import AbstentionThreshold, Conversation
-from conversations.services import PROBABILITY, answer_model
+from conversations.turns import answer_model
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,7 @@ from typing import Any, cast
 import pytest
 from django.core.management import call_command
 
-from conversations.services import TurnServices
+from answering.services import TurnServices
 from lab.answer_evaluation import QuestionResult, evaluate_answers, read_golden_set
 from lab.evaluation_runs import close_run, finished_results, open_run, save_result
 from lab.models import EvaluationRun

@@ -8,7 +8,7 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
-from conversations.services import default_services
+from answering.services import default_services
 from lab.answer_evaluation import GOLDEN_SET, evaluate_answers, read_golden_set
 
 pytestmark = pytest.mark.django_db

@@ -4,7 +4,7 @@ import gzip
 import json
 from pathlib import Path
 
-from conversations.grounding import Grounder
+from answering.ground.grounding import Grounder
 from knowledge.rerank import default_reranker
 from lab.grounding_evaluation import evaluate_grounding, read_evidence_pairs
 

@@ -14,7 +14,7 @@ from knowledge.models import ArticleVersion, Chunk, Collection
 from lab.answer_evaluation import GoldChunk, GoldenQuestion
 from lab.injection_evaluation import CompliantModel, ask_all, outside_links, summarise, surfaces
 from lab.poisoning import Attack, poison, read_attacks
-from tests.conversations.fakes import services
+from tests.answering.fakes import services
 from tests.knowledge.helpers import sync_folder
 
 GOLD = (GoldChunk("refunds", "Refunds › When the money arrives"),)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from conversations.pii import MaskedText, PiiSpan
+from answering.privacy.masking import MaskedText, PiiSpan
 from lab.errors import PiiDatasetError
 from lab.pii_evaluation import evaluate_pii, fully_masked, overlaps, read_pii_set
 from lab.pii_set import DEV_TEMPLATES, TEST_TEMPLATES, LabelledSpan, PiiMessage, generate

@@ -13,8 +13,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.test.utils import override_settings
 
+from answering.services import warm_up
 from conversations.models import Conversation
-from conversations.services import warm_up
 from knowledge.models import Collection
 from lab import metrics
 from lab.calibration import SAMPLE_SET, read_calibration_set

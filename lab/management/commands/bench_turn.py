@@ -4,8 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from answering.services import default_services
 from conversations.models import Conversation
-from conversations.services import default_services
 from conversations.turns import answer_turn
 from knowledge.models import Collection
 from lab import metrics

@@ -7,9 +7,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from conversations.abstention import (
+from answering.decide.abstention import (
     ANSWER_MAX_WRONG,
     DEFAULT_MODEL,
+    PROBABILITY,
     SIGNALS,
     SUGGEST_REACH,
     fit,
@@ -19,9 +20,10 @@ from conversations.abstention import (
     tradeoff,
     with_cuts,
 )
-from conversations.errors import AbstentionModelError
+from answering.errors import AbstentionModelError
+from answering.services import default_services
 from conversations.models import AbstentionThreshold
-from conversations.services import PROBABILITY, answer_model, default_services
+from conversations.turns import answer_model
 from knowledge.models import Collection
 from lab.calibration import SAMPLE_SETS, LabelledQuestion, calibrate, labelled_set, pairs_of
 from lab.errors import CalibrationError

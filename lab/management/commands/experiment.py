@@ -7,8 +7,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from conversations.abstention import rates_at, roc_auc
-from conversations.services import answer_model, default_services
+from answering.decide.abstention import rates_at, roc_auc
+from answering.services import default_services
+from conversations.turns import answer_model
 from knowledge.embeddings import default_embedder, secondary_embedder
 from knowledge.models import Collection
 from knowledge.retrieval import default_config

@@ -1,0 +1,1 @@
+"""Whether the evidence answers the question: answer, suggest the section, or say so."""

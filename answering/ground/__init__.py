@@ -1,0 +1,1 @@
+"""Every claim of a draft checked against the passages it cites, before anything is shipped."""

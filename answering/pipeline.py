@@ -1,0 +1,182 @@
+"""How a reply is made: one question in, one outcome out (a grounded answer, a suggested section, an
+honest "I don't know", or a hand-off to a person), with every step's record.
+
+Synchronous on purpose: the chat runs it in a worker or a thread, the evaluator and `manage.py ask` call
+it directly. It knows nothing of conversations: the caller reads the question from its records and writes
+the outcome down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from answering.customer.step import customer_step
+from answering.decide.abstention import PROBABILITY
+from answering.evidence.context import Context, Trust
+from answering.evidence.gather import gather_evidence
+from answering.ground.claims import split_claims
+from answering.outcome import Decision, HandoffReason, Outcome
+from answering.privacy.masking import searchable
+from answering.providers.base import ProviderUnavailable, answered_by
+from answering.providers.generation import model_reply
+from answering.question import CUSTOMER, Question
+from answering.read.reader import (
+    QuotedUnit,
+    ScoredSentence,
+    as_reply,
+    choose_statements,
+    quoted_units,
+    reading_record,
+)
+from answering.read.suggestion import (
+    SuggestedSection,
+    suggested_sections,
+    suggestion_draft,
+    suggestion_reply,
+    units_record,
+)
+from answering.replies import REFER_REPLY
+from answering.rewrite import rewrite_by_rule, rewrite_query
+from answering.services import TurnServices
+from knowledge.injection import without_outside_links
+from knowledge.retrieval import visible_chunks
+from knowledge.scope import Scope
+from supportbot.stopwatch import Stopwatch
+
+
+def answer(
+    question: Question,
+    *,
+    services: TurnServices,
+    watch: Stopwatch,
+    on_delta: Callable[[str], None] | None = None,
+    on_reset: Callable[[], None] | None = None,
+) -> Outcome:
+    """Answer one question: mask → rewrite → customer step → evidence → decide (answer, suggest or
+    abstain) → draft (the reader, or a model) → ground. Each step's time is a lap of `watch`; `on_delta`
+    receives the reply as it is written, `on_reset` voids what it received when a model's stream restarts.
+    Reads the database (articles, the customer's orders) and writes nothing."""
+    outcome = Outcome()
+    with watch.lap("mask"):
+        masked = services.mask(question.text)
+        masked_history = [(role, services.mask(text) if role == CUSTOMER else text) for role, text in question.history]
+    with watch.lap("rewrite"):
+        previous_questions = [text for role, text in masked_history if role == CUSTOMER]
+        outcome.query = rewrite_query(previous_questions, masked, model=services.model)
+        # Retrieval runs on this machine, so it may read the customer's own words: masking costs recall when
+        # a country ("the UK"), a programme's name or a Hinglish word is taken for a name or a place. Only a
+        # model's rewrite, which saw masked text, is searched as the model wrote it.
+        if outcome.query == rewrite_by_rule(previous_questions, masked):
+            last_question = [text for role, text in question.history if role == CUSTOMER][-1:]
+            search_text = rewrite_by_rule([searchable(q) for q in last_question], searchable(question.text))
+        else:
+            search_text = outcome.query
+    with watch.lap("customer"):
+        known = customer_step(question.customer, question.text, question.today, services, outcome)
+    if known is None:
+        return outcome
+    found = gather_evidence(
+        search_text,
+        collection=question.collection,
+        audience=question.audience,
+        today=question.today,
+        policy=question.policy,
+        history=masked_history,
+        services=services,
+        watch=watch,
+        verified=known.evidence,
+        background=question.background,
+    )
+    outcome.hits, outcome.context, scored = found.hits, found.context, found.scored
+    context = found.context  # the narrowed type: outcome.context may be None before this point
+    outcome.evidence_score = found.evidence_score
+    model = question.decision
+    probability = model.probability(found.signals) if scored else 0.0
+    outcome.signals = {**found.signals, PROBABILITY: round(probability, 4)}
+    kind = "answer" if _answered_by_record(context, scored) else model.kind(probability)
+    if found.unknown_codes:
+        outcome.notes.append(f"the articles do not name {', '.join(sorted(found.unknown_codes))}")
+        kind = "abstain"
+    elif kind != "answer":
+        outcome.notes.append(f"probability the evidence answers {probability:.2f} is below the cut {model.cut:.2f}")
+    if kind == "abstain":
+        outcome.reading = reading_record(scored, [])
+        return outcome
+    sections: list[SuggestedSection] = []
+    with watch.lap("generate"):
+        if kind == "suggest":
+            # A suggestion quotes the articles, so no model is asked, whatever the configuration.
+            sections = suggested_sections(scored, choose_statements(scored, embed=services.embedder.encode), context)
+            outcome.generator = answered_by(None)
+            quoted = [s for section in sections for unit in section.units for s in unit.statements]
+            outcome.reading = reading_record(scored, quoted)
+            outcome.units = [section.as_record() for section in sections]
+            outcome.draft = suggestion_draft(sections)
+        else:
+            # Whatever a generator wrote, no image, HTML or link out of the help centre is shipped.
+            outcome.draft = without_outside_links(
+                _generate(outcome.query, context, scored, services, outcome, on_delta, on_reset)
+            )
+    if not outcome.draft.strip() or not split_claims(outcome.draft):
+        return outcome
+    with watch.lap("ground"):
+        scope = Scope(question.collection.pk, question.audience, "as_of", question.today)
+        visible = visible_chunks(scope, [p.chunk_id for p in context.evidence if p.chunk_id is not None])
+        outcome.verdicts = services.grounder.ground_reply(outcome.draft, context, visible)
+    cut = [v for v in outcome.verdicts if not v.supported]
+    if cut:
+        outcome.decision, outcome.reply = Decision.REFERRED, REFER_REPLY
+        outcome.referral_code = HandoffReason.UNSUPPORTED_CLAIM
+        outcome.referral_reason = "; ".join(f"“{v.text}”: {v.reason} ({v.tier.value})" for v in cut)
+    elif all(v.tier == "not_a_claim" for v in outcome.verdicts):
+        # Nothing checkable was said: an answer without substance is an abstention.
+        outcome.notes.append("the draft stated nothing checkable")
+    elif kind == "suggest":
+        outcome.decision, outcome.reply = Decision.SUGGESTED, suggestion_reply(sections)
+    else:
+        outcome.decision, outcome.reply = Decision.ANSWERED, outcome.draft
+    return outcome
+
+
+def _generate(
+    question: str,
+    context: Context,
+    scored: list[ScoredSentence],
+    services: TurnServices,
+    outcome: Outcome,
+    on_delta: Callable[[str], None] | None,
+    on_reset: Callable[[], None] | None,
+) -> str:
+    if services.model is not None:
+        try:
+            outcome.generator = answered_by(services.model)
+            return model_reply(question, context, services.model, on_delta=on_delta, on_reset=on_reset)
+        except ProviderUnavailable as exc:
+            outcome.notes.append(f"{outcome.generator} unavailable ({exc}); the extractive generator answered instead.")
+            if on_reset is not None:
+                on_reset()
+    outcome.generator = answered_by(None)
+    chosen = choose_statements(scored, embed=services.embedder.encode)
+    outcome.reading = reading_record(scored, chosen)
+    units = quoted_units(scored, chosen)
+    outcome.units = [unit_record(u, context) for u in units]
+    draft = as_reply(units)
+    if draft and on_delta is not None:
+        on_delta(draft)
+    return draft
+
+
+def unit_record(unit: QuotedUnit, context: Context) -> dict[str, Any]:
+    """A quoted unit as the turn stores it, with the section it comes from."""
+    passage = context.passage(unit.passage)
+    article = passage.article if passage is not None and passage.source == "article" else ""
+    return units_record([unit], article, passage.heading_path if passage is not None else "")
+
+
+def _answered_by_record(context: Context, scored: list[ScoredSentence]) -> bool:
+    """The customer's own record (looked up by the order number they gave, not ranked) holds the best
+    statement, and the cross-encoder finds it relevant (logit ≥ 0, its even odds). The decision's model was
+    fitted on help-article retrieval, whose signals say nothing about such a record."""
+    best = context.passage(scored[0].passage) if scored else None
+    return best is not None and best.trust is Trust.VERIFIED and scored[0].score >= 0.0

@@ -10,8 +10,8 @@ from playwright.sync_api import Page, expect
 
 from conversations import chat
 from conversations.models import Referral, StaffAction
-from tests.browser.conftest import STAFF_PASSWORD
 from tests.answering.fakes import claude_says, services
+from tests.browser.conftest import STAFF_PASSWORD
 
 # The marker has pytest-django create the test database; the data the server needs is committed by the
 # module's fixture, outside any test's transaction, so the server's own connections see it.

@@ -20,8 +20,7 @@ from django.utils.safestring import SafeString
 
 from answering.outcome import Decision
 from answering.privacy.masking import PERSONAL_DATA_PERMISSION
-from conversations.availability import for_collection, valid_time_zone
-from conversations.erasure import erase_customer, erasure_preview
+from conversations.handoff.availability import for_collection, valid_time_zone
 from conversations.models import (
     BusinessHours,
     Claim,
@@ -39,6 +38,7 @@ from conversations.models import (
     TurnFeedback,
     Verdict,
 )
+from conversations.records.erasure import erase_customer, erasure_preview
 from customers.admin import CustomerAdmin, OrderAdmin, Unwritable
 from customers.models import Customer, Order
 from supportbot.admin_helpers import ReadOnly, ReadOnlyInline, admin_link, html_list, html_table
@@ -217,7 +217,7 @@ class TurnAdmin(ReadOnly, PersonalDataAdmin):
 
     @admin.display(description="customer's reason")
     def feedback_reason(self, obj: Turn) -> str | None:
-        # Stored masked (conversations/feedback.py), so it is shown as stored.
+        # Stored masked (conversations/chat/feedback.py), so it is shown as stored.
         feedback = self._feedback(obj)
         return (feedback.reason or None) if feedback else None
 
@@ -484,7 +484,7 @@ admin.site.unregister(Customer)
 admin.site.register(Customer, CustomerWithErasureAdmin)
 
 
-# --- Business hours: when people answer a collection's hand-offs (conversations/availability.py) ---------
+# --- Business hours: when people answer a collection's hand-offs (conversations/handoff/availability.py) ---------
 
 
 class BusinessHoursForm(forms.ModelForm):

@@ -8,7 +8,7 @@ from celery.signals import celeryd_after_setup, worker_process_init
 from django.conf import settings
 
 from answering.services import warm_up
-from conversations.turn_queue import TASK_NAME, answer_pending
+from conversations.chat.turn_queue import TASK_NAME, answer_pending
 
 
 @shared_task(name=TASK_NAME)

@@ -14,7 +14,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from conversations import chat, staff
+from conversations.errors import ChatError
+from conversations.handoff import actions, staff
 from conversations.models import Conversation
 
 staff_required = user_passes_test(lambda user: user.is_active and user.is_staff, login_url="staff-login")
@@ -23,7 +24,7 @@ staff_required = user_passes_test(lambda user: user.is_active and user.is_staff,
 @require_GET
 @staff_required
 def queue(request: HttpRequest) -> HttpResponse:
-    cards = [staff.render_card(c, request.user, request) for c in chat.waiting_conversations()]
+    cards = [staff.render_card(c, request.user, request) for c in actions.waiting_conversations()]
     return render(request, "staff/queue.html", {"cards": cards, "presence": staff.presence_status(request.user)})
 
 
@@ -38,10 +39,10 @@ def _action(perform: Callable[[Conversation, Any, HttpRequest], object]) -> Call
         conversation = get_object_or_404(Conversation, public_id=public_id)
         try:
             perform(conversation, request.user, request)
-        except chat.ChatError as exc:
+        except ChatError as exc:
             if _wants_json(request):
                 return JsonResponse({"error": exc.code, "message": str(exc)}, status=400)
-            cards = [staff.render_card(c, request.user, request) for c in chat.waiting_conversations()]
+            cards = [staff.render_card(c, request.user, request) for c in actions.waiting_conversations()]
             context = {"cards": cards, "presence": staff.presence_status(request.user), "error": str(exc)}
             return render(request, "staff/queue.html", context, status=400)
         if _wants_json(request):
@@ -52,8 +53,8 @@ def _action(perform: Callable[[Conversation, Any, HttpRequest], object]) -> Call
 
 
 reply = _action(
-    lambda conversation, user, request: chat.send_staff_reply(conversation, user, request.POST.get("text", ""))
+    lambda conversation, user, request: actions.send_staff_reply(conversation, user, request.POST.get("text", ""))
 )
-take_over = _action(lambda conversation, user, request: chat.take_over(conversation, user))
-resolve = _action(lambda conversation, user, request: chat.resolve(conversation, user))
-hand_back = _action(lambda conversation, user, request: chat.hand_back(conversation, user))
+take_over = _action(lambda conversation, user, request: actions.take_over(conversation, user))
+resolve = _action(lambda conversation, user, request: actions.resolve(conversation, user))
+hand_back = _action(lambda conversation, user, request: actions.hand_back(conversation, user))

@@ -11,7 +11,7 @@ cannot be added up from smaller groups, so Postgres computes each level itself):
 
 Suggestions (a quoted help-centre section with "Did this answer your question?") are a decision of their own
 beside answered, abstained and referred. The customer's Yes is a thumbs up on the reply and their No a thumbs
-down followed by a hand-off of the suggestion's turn (reason "suggestion_declined"; conversations/chat.py). So:
+down followed by a hand-off of the suggestion's turn (reason "suggestion_declined"; conversations/chat/session.py). So:
 - turns: a suggestion's outcome is Yes (rated up), No (rated down, or handed off as declined) or unanswered;
 - conversations: a judged reply that is a suggestion answered Yes resolves the conversation like an answer
   does (under the same conditions); one answered No never does, and counts as a hand-off with the reason

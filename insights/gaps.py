@@ -117,7 +117,7 @@ def unanswered_questions(collection: Collection, *, since: datetime) -> list[Una
 
 
 def model_text(raw: str, masked: str) -> str:
-    """What the embedding model reads of a question: as retrieval does (conversations/turns.py), the customer's
+    """What the embedding model reads of a question: as retrieval does (conversations/records/turns.py), the customer's
     words with contact details, card, account and IP numbers removed but names and places kept, because the
     masking takes help-centre words for them ("Oak Circle", "the UK" become <LOCATION_1>) and clusters then
     lose their topic (measured in lab/gap_evaluation.py: F 0.86 against 0.78). A follow-up reads as the turn

@@ -13,7 +13,7 @@ from typing import Any
 
 from answering.services import TurnServices
 from conversations.models import Claim, Conversation, Turn, Verdict
-from conversations.turns import answer_turn
+from conversations.records.turns import answer_turn
 from knowledge.chunking import HEADING_SEPARATOR
 from knowledge.models import ArticleVersion, Chunk, Collection
 from knowledge.scope import VISIBLE_AUDIENCES

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from answering.providers.registry import configured_generator
-from conversations.turns import answer_model
+from conversations.records.turns import answer_model
 from knowledge.models import Collection
 from knowledge.retrieval import default_config
 from lab.answer_evaluation import BRANCHES, CATEGORIES, KINDS, AnswerEvaluation, QuestionResult, recall_at

@@ -18,7 +18,7 @@ from django.utils import timezone
 from answering.decide.abstention import Row, tradeoff
 from answering.rewrite import question_focus, rewrite_by_rule
 from answering.services import TurnServices
-from conversations.turns import answer_model
+from conversations.records.turns import answer_model
 from knowledge.embeddings import Embedder
 from knowledge.fusion import fuse
 from knowledge.fuzzy import find_typos

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from answering.services import TurnServices
 from conversations.models import Conversation
-from conversations.turns import answer_turn
+from conversations.records.turns import answer_turn
 from knowledge.models import Collection
 from lab.answer_evaluation import KINDS
 from lab.calibration import LabelledQuestion

@@ -8,7 +8,7 @@
  *   data-title   the panel's title (default "Help")
  *   data-open    "true" opens the panel when the page loads
  *
- * Speaks the websocket protocol described in conversations/protocol.py (endpoint /ws/chat/).
+ * Speaks the websocket protocol described in conversations/chat/protocol.py (endpoint /ws/chat/).
  * Everything renders inside an open Shadow DOM on <div id="supportbot-widget">; server and customer text
  * only ever reaches the page through textContent, never as HTML.
  */
@@ -34,11 +34,11 @@
   var BACKOFF_MAX_MS = 15000;
   var WELCOME_WAIT_MS = 10000; // a socket that opens but never says welcome is dropped and retried
   var CLIENT_ID = /^[A-Za-z0-9_-]{1,64}$/;
-  var LINK_PARAMETER = "supportbot_chat"; // conversations/notifications.py puts it in e-mailed links
+  var LINK_PARAMETER = "supportbot_chat"; // conversations/handoff/notifications.py puts it in e-mailed links
   var MAX_EMAIL_CHARS = 254;
-  // What browsers' own type=email check accepts, near enough; the server checks again (conversations/protocol.py).
+  // What browsers' own type=email check accepts, near enough; the server checks again (conversations/chat/protocol.py).
   var EMAIL = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
-  var MAX_REASON_CHARS = 300; // a thumbs down's reason, as conversations/protocol.py allows
+  var MAX_REASON_CHARS = 300; // a thumbs down's reason, as conversations/chat/protocol.py allows
 
   var TEXT = {
     launcher: "Chat with us",

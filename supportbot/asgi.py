@@ -17,7 +17,7 @@ from django.conf import settings  # noqa: E402
 from django.urls import path  # noqa: E402
 
 from answering.services import warm_up  # noqa: E402
-from conversations.consumers import ChatConsumer, StaffQueueConsumer  # noqa: E402
+from conversations.chat.consumers import ChatConsumer, StaffQueueConsumer  # noqa: E402
 from supportbot.rate_limits import ConnectionRateLimit  # noqa: E402
 
 # With the Celery runner the models load in the workers; this process never runs a turn.

@@ -4,7 +4,7 @@ REDIS_URL is set; in-process memory otherwise, which only a single process can r
 A limit is a window that opens with a subject's first event: at most `count` events in the `window_s`
 seconds that follow, then a fresh window. That needs one atomic increment per event, which every Django
 cache backend has; a token bucket shared across processes would need a script in Redis. The
-per-connection buckets of the chat (conversations/protocol.py) smooth bursts within a connection; these
+per-connection buckets of the chat (conversations/chat/protocol.py) smooth bursts within a connection; these
 stop one address from opening connections or posting forms without end.
 """
 

@@ -13,7 +13,7 @@ import pytest
 from answering.providers.base import MalformedReply
 from answering.providers.openai_compatible import OpenAICompatibleClient
 from conversations.models import Claim, Verdict
-from conversations.turns import answer_turn
+from conversations.records.turns import answer_turn
 from tests.answering.fakes import services
 from tests.conversations.test_turns import REFUND_QUESTION, conversation
 from tests.loopback import free_port, wait_for_port

@@ -9,7 +9,7 @@ import pytest
 
 from answering.providers.base import MalformedReply, ProviderUnavailable
 from answering.providers.openai_compatible import OpenAICompatibleClient
-from conversations.turns import answer_turn
+from conversations.records.turns import answer_turn
 from tests.answering.fakes import (
     OPENAI_BASE_URL,
     FakeModelAPI,

@@ -32,7 +32,7 @@ from answering.providers.claude import ClaudeClient, ClaudeUnavailable
 from answering.providers.openai_compatible import OpenAICompatibleClient
 from answering.services import TurnServices
 from conversations.models import Conversation, Message, Role, Turn
-from conversations.turns import answer_turn
+from conversations.records.turns import answer_turn
 from knowledge.models import Collection
 from knowledge.rerank import default_reranker
 from tests.answering.fakes import FakeModelAPI, error_response, text_stream

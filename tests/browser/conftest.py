@@ -58,7 +58,7 @@ def live_url(django_db_setup, django_db_blocker) -> Iterator[str]:
     from daphne.server import Server
     from twisted.internet import reactor
 
-    from conversations.turn_queue import thread_runner
+    from conversations.chat.turn_queue import thread_runner
     from supportbot.asgi import application
 
     port = free_port()

@@ -18,7 +18,7 @@ from django.db import connections
 from django.utils import timezone
 from playwright.sync_api import Page, expect
 
-from conversations import availability, chat, notifications
+from conversations.handoff import actions, availability, notifications
 from conversations.models import (
     BusinessHours,
     ClosedDay,
@@ -147,7 +147,7 @@ def test_nobody_available_the_widget_says_when_asks_an_address_and_the_reply_com
     expect(page.locator("[data-role=assistant]")).to_have_count(1)
 
     sam = get_user_model().objects.get(username="sam")
-    as_staff(chat.send_staff_reply, conversation, sam, "Yes, the box can go back with the item.")
+    as_staff(actions.send_staff_reply, conversation, sam, "Yes, the box can go back with the item.")
     expect(page.locator("[data-role=staff]")).to_contain_text("the box can go back")
     [mail] = smtp.wait_for(1)
     body = mail.get_payload(decode=True).decode()
@@ -164,7 +164,7 @@ def test_nobody_available_the_widget_says_when_asks_an_address_and_the_reply_com
     elsewhere.context.close()
 
     # Handed back: the assistant answers again.
-    as_staff(chat.hand_back, conversation, sam)
+    as_staff(actions.hand_back, conversation, sam)
     expect(page.locator("[data-role=notice]", has_text="The assistant is back.")).to_be_visible()
     ask(page, "How long will my refund take?")
     expect(page.locator("[data-role=assistant][data-decision]")).to_have_count(2, timeout=TURN_TIMEOUT_MS)

@@ -14,7 +14,7 @@ from django.db import connection
 from playwright.sync_api import expect
 
 from answering.outcome import Decision, HandoffReason
-from conversations.assignment import assign
+from conversations.handoff.assignment import assign
 from conversations.models import Conversation, ConversationStatus, Message, Referral, Role, StaffPresence, Turn
 from knowledge.models import Collection
 from tests.browser.conftest import STAFF_PASSWORD

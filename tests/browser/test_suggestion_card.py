@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from answering.outcome import Decision, HandoffReason
-from conversations import chat, events
+from conversations.chat import events, session
 from conversations.models import Conversation, Referral, Turn, TurnFeedback
 from knowledge.models import Collection
 from tests.browser.conftest import STAFF_PASSWORD
@@ -49,16 +49,16 @@ def email_replies(settings) -> None:
 
 def new_conversation() -> tuple[int, str]:
     conversation = Conversation.objects.create(collection=Collection.objects.get(name="helpcentre"))
-    return conversation.pk, chat.issue_token(conversation)
+    return conversation.pk, session.issue_token(conversation)
 
 
 def suggest_live(conversation_id: int, question: str, client_id: str) -> int:
     """The customer's question and the suggestion in reply, stored and sent to the open widget as the turn's
-    worker sends them (conversations/chat.py answer_in_worker)."""
+    worker sends them (conversations/chat/session.py answer_in_worker)."""
     conversation = Conversation.objects.get(pk=conversation_id)
     turn = suggested_turn(conversation, question, client_id=client_id)
-    events.to_customer(conversation, chat.message_frame(turn.customer_message))
-    events.to_customer(conversation, chat.reply_frame(turn))
+    events.to_customer(conversation, session.message_frame(turn.customer_message))
+    events.to_customer(conversation, session.reply_frame(turn))
     assert turn.reply_message_id is not None
     return turn.reply_message_id
 
@@ -153,7 +153,7 @@ def stored_suggestion() -> tuple[int, str]:
     conversation = Conversation.objects.create(collection=Collection.objects.get(name="helpcentre"))
     turn = suggested_turn(conversation, OTHER_QUESTION, client_id="q-stored")
     assert turn.reply_message_id is not None
-    return turn.reply_message_id, chat.issue_token(conversation)
+    return turn.reply_message_id, session.issue_token(conversation)
 
 
 def test_yes_under_a_suggestion_counts_as_resolved_on_the_analytics_page(page, live_url, browser):

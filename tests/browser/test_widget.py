@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from conversations import chat
+from conversations.chat import session
 from conversations.models import Referral, StaffAction
 from tests.answering.fakes import claude_says, services
 from tests.browser.conftest import STAFF_PASSWORD
@@ -86,7 +86,7 @@ def test_staff_edit_a_referred_reply_and_it_appears_in_the_open_widget(
 ):
     # Claude (real SDK, HTTP faked) states a figure the articles do not: the turn is referred.
     api = claude_says("Refunds reach your card within 2 hours [1].")
-    monkeypatch.setattr(chat, "turn_services", lambda: services(embedder, api=api))
+    monkeypatch.setattr(session, "turn_services", lambda: services(embedder, api=api))
 
     staff_context = browser.new_context(viewport={"width": 1280, "height": 1000})
     queue = staff_context.new_page()

@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from conversations.availability import (
+from conversations.handoff.availability import (
     CLOSED_DAY,
     NOBODY_ONLINE,
     OUTSIDE_HOURS,

@@ -17,7 +17,7 @@ from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 from django.test import AsyncClient
 
-from conversations import chat
+from conversations.chat import session
 from conversations.models import (
     Conversation,
     ConversationStatus,
@@ -153,7 +153,7 @@ async def test_a_message_stored_but_never_answered_is_answered_on_resume(small_h
     conversation = await Conversation.objects.acreate(collection=small_helpcentre)
     # As if the server stopped between the acknowledgement and the turn.
     await Message.objects.acreate(conversation=conversation, role="customer", text="Phone hours?", client_id="lost")
-    token = await sync_to_async(chat.issue_token)(conversation)
+    token = await sync_to_async(session.issue_token)(conversation)
 
     socket = await open_chat()
     await hello(socket, token, after=0)
@@ -165,7 +165,7 @@ async def test_a_message_stored_but_never_answered_is_answered_on_resume(small_h
 async def test_only_the_signed_token_reopens_a_conversation(small_helpcentre, channel_layer):
     victim = await Conversation.objects.acreate(collection=small_helpcentre)
     await Message.objects.acreate(conversation=victim, role="customer", text="my card is 4111 1111 1111 1111")
-    for guess in (str(victim.public_id), "not-a-token", (await sync_to_async(chat.issue_token)(victim))[:-2] + "xx"):
+    for guess in (str(victim.public_id), "not-a-token", (await sync_to_async(session.issue_token)(victim))[:-2] + "xx"):
         socket = await open_chat()
         await socket.send_json_to({"type": "hello", "token": guess, "after": 0})
         error = await socket.receive_json_from(timeout=WAIT_S)
@@ -248,7 +248,7 @@ async def test_a_referred_turn_reaches_the_queue_and_the_staff_reply_reaches_the
 ):
     # Claude (over the real SDK, HTTP faked) invents a figure the articles do not state: the turn is referred.
     api = claude_says("Refunds reach your card within 2 hours [1].")
-    monkeypatch.setattr(chat, "turn_services", lambda: services(embedder, api=api))
+    monkeypatch.setattr(session, "turn_services", lambda: services(embedder, api=api))
     client, staff_headers, user = await staff_session()
     queue = WebsocketCommunicator(application, "/ws/staff/", headers=staff_headers)
     assert (await queue.connect())[0]

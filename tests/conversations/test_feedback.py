@@ -9,9 +9,9 @@ import json
 import pytest
 from channels.testing import WebsocketCommunicator
 
+from conversations.chat.protocol import Feedback, parse_frame
 from conversations.errors import FrameError
 from conversations.models import Conversation, FeedbackRating, Message, TurnFeedback
-from conversations.protocol import Feedback, parse_frame
 from supportbot.asgi import application
 from tests.conversations.test_chat_socket import (  # noqa: F401 (channel_layer is a fixture, used by name)
     ask,

@@ -14,8 +14,10 @@ from django.test import Client
 from django.utils import timezone
 
 from answering.outcome import HandoffReason
-from conversations import chat
+from conversations.chat import session
+from conversations.chat.protocol import Contact, parse_frame
 from conversations.errors import FrameError
+from conversations.handoff import actions
 from conversations.models import (
     BusinessHours,
     Conversation,
@@ -29,7 +31,6 @@ from conversations.models import (
     StaffPresence,
     Turn,
 )
-from conversations.protocol import Contact, parse_frame
 from tests.conversations.test_chat_socket import ask, hello, next_frame, open_chat
 
 QUESTION = "When is the phone line open?"
@@ -104,11 +105,11 @@ async def test_asking_for_a_person_silences_the_assistant_until_staff_hand_it_ba
 
     # Resolving leaves it waiting (the customer asked for a person); staff reply, then hand it back.
     sam = await get_user_model().objects.acreate_user("sam", is_staff=True)
-    await sync_to_async(chat.resolve)(conversation, sam)
+    await sync_to_async(actions.resolve)(conversation, sam)
     conversation = await Conversation.objects.aget()
     assert (conversation.status, conversation.person_requested) == (ConversationStatus.REFERRED, True)
-    await sync_to_async(chat.send_staff_reply)(conversation, sam, "It's open 9 to 5 on weekdays.")
-    await sync_to_async(chat.hand_back)(conversation, sam)
+    await sync_to_async(actions.send_staff_reply)(conversation, sam, "It's open 9 to 5 on weekdays.")
+    await sync_to_async(actions.hand_back)(conversation, sam)
     conversation = await Conversation.objects.aget()
     assert (conversation.status, conversation.person_requested) == (ConversationStatus.OPEN, False)
     assert await Referral.objects.filter(status=ReferralStatus.RESOLVED).acount() == 1
@@ -131,7 +132,7 @@ async def test_a_reconnect_after_asking_for_a_person_does_not_answer_what_waits(
         collection=small_helpcentre, status=ConversationStatus.REFERRED, person_requested=True
     )
     await Message.objects.acreate(conversation=conversation, role="customer", text=QUESTION, client_id="waiting")
-    token = await sync_to_async(chat.issue_token)(conversation)
+    token = await sync_to_async(session.issue_token)(conversation)
     widget: WebsocketCommunicator = await open_chat()
     welcome = await hello(widget, token)
     assert welcome["person_requested"] is True
@@ -161,7 +162,7 @@ def test_inside_business_hours_with_someone_online_the_widget_is_told_a_person_i
     for weekday in range(7):
         OpeningPeriod.objects.create(hours=hours, weekday=weekday, opens=time(0), closes=time(23, 59, 59))
     conversation = Conversation.objects.create(collection=helpcentre)
-    assert chat.welcome_frame(conversation, 0)["availability"]["available"] is True
+    assert session.welcome_frame(conversation, 0)["availability"]["available"] is True
 
 
 @pytest.mark.django_db

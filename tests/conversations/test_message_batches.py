@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conversations.intake import Incoming, store_customer_messages
+from conversations.chat.intake import Incoming, store_customer_messages
 from conversations.models import Conversation, Message
 from knowledge.models import Collection
 from tests.customers.helpers import make_collection
@@ -56,7 +56,7 @@ def test_a_message_stored_elsewhere_meanwhile_falls_back_to_one_at_a_time(collec
     on the unique client id, and every message is stored (or found) alone instead."""
     conversation = new_conversation(collection)
     conversation.save()
-    from conversations import intake
+    from conversations.chat import intake
 
     checked = intake._store_batch
 

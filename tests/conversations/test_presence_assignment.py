@@ -21,8 +21,11 @@ from django.test import AsyncClient, Client
 from django.utils import timezone
 
 from answering.outcome import Decision, HandoffReason, Outcome
-from conversations import chat, consumers, presence
-from conversations.assignment import assign
+from conversations.chat import consumers
+from conversations.errors import ChatError
+from conversations.handoff import actions, presence
+from conversations.handoff.assignment import assign
+from conversations.handoff.staff import render_card
 from conversations.models import (
     PRESENCE_LAPSES_AFTER_S,
     Conversation,
@@ -34,8 +37,7 @@ from conversations.models import (
     StaffPresence,
     Turn,
 )
-from conversations.recording import record_turn
-from conversations.staff import render_card
+from conversations.records.recording import record_turn
 from knowledge.models import Collection, EmbeddingSpace
 from supportbot.asgi import application
 from supportbot.stopwatch import Stopwatch
@@ -108,10 +110,10 @@ def test_it_assigns_round_robin_within_each_persons_limit(collection):
         "ben",
     ]
     # Resolving one of ana's frees a place: the waiting one is hers now.
-    chat.resolve(conversations[0], ana)
+    actions.resolve(conversations[0], ana)
     assert assignees(conversations[5:]) == ["ana"]
     # A conversation already with someone online stays theirs (the customer asks for a person again).
-    chat.request_handoff(conversations[1])
+    actions.request_handoff(conversations[1])
     assert assignees(conversations[1:2]) == ["ben"]
 
 
@@ -124,7 +126,7 @@ def test_a_person_going_away_hands_their_conversations_on_or_leaves_them_unassig
     presence.set_status(ana, "away")
     # ben has room for none of them (his one place is taken): both of ana's wait for anyone.
     assert assignees([first, second, third]) == [None, "ben", None]
-    chat.resolve(second, ben)
+    actions.resolve(second, ben)
     # ben's freed place takes the longest-waiting of the unassigned.
     assert assignees([first, third]) == ["ben", None]
 
@@ -163,16 +165,16 @@ def test_the_evaluation_labs_referrals_never_reach_staff(collection):
     staff_member("ana")
     lab = referred(collection, from_lab=True)
     assert assignees([lab]) == [None]
-    assert lab not in chat.waiting_conversations()
+    assert lab not in actions.waiting_conversations()
     customer = referred(collection)
-    assert assignees([customer]) == ["ana"] and customer in chat.waiting_conversations()
+    assert assignees([customer]) == ["ana"] and customer in actions.waiting_conversations()
 
 
 @pytest.mark.django_db
 def test_only_someone_with_the_queue_open_can_be_online(collection):
     ana = staff_member("ana", online=False)
     presence.socket_closed(ana)
-    with pytest.raises(chat.ChatError) as refused:
+    with pytest.raises(ChatError) as refused:
         presence.set_status(ana, "online")
     assert refused.value.code == "queue_not_open"
     presence.socket_closed(ana)  # one close too many (a crash-restart) never counts below zero
@@ -225,19 +227,19 @@ def test_a_turn_that_refers_records_its_reason_code_and_is_assigned(collection):
 def test_taking_over_a_conversation_nobody_referred_records_staff_took_over_and_makes_it_theirs(collection):
     ana, ben = staff_member("ana"), staff_member("ben")
     quiet = Conversation.objects.create(collection=collection)
-    with pytest.raises(chat.ChatError) as refused:
-        chat.take_over(quiet, ana)
+    with pytest.raises(ChatError) as refused:
+        actions.take_over(quiet, ana)
     assert refused.value.code == "nothing_to_take_over"
     question = Message.objects.create(conversation=quiet, role=Role.CUSTOMER, text="Hello?")
     Turn.objects.create(conversation=quiet, customer_message=question, decision=Decision.ANSWERED)
-    chat.take_over(quiet, ben)
+    actions.take_over(quiet, ben)
     assert Referral.objects.get(conversation=quiet).reason_code == HandoffReason.STAFF_TOOK_OVER
     assert assignees([quiet]) == ["ben"]
 
     # A referred conversation keeps the reason it was referred for; the one who takes it over has it.
     cut = referred(collection, code=HandoffReason.UNSUPPORTED_CLAIM)
     assert assignees([cut]) == ["ana"]
-    chat.take_over(cut, ben)
+    actions.take_over(cut, ben)
     assert assignees([cut]) == ["ben"]
     assert Referral.objects.get(conversation=cut).reason_code == HandoffReason.UNSUPPORTED_CLAIM
 

@@ -5,8 +5,7 @@ import uuid
 
 import pytest
 
-from conversations.errors import FrameError
-from conversations.protocol import (
+from conversations.chat.protocol import (
     CustomerMessage,
     Handoff,
     Hello,
@@ -17,6 +16,7 @@ from conversations.protocol import (
     parse_frame,
     parse_staff_frame,
 )
+from conversations.errors import FrameError
 
 LIMIT = 2048
 

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, Phase, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
+from conversations.chat.protocol import CustomerMessage, parse_frame
 from conversations.errors import FrameError
 from conversations.models import Conversation, Message
-from conversations.protocol import CustomerMessage, parse_frame
 from supportbot.asgi import application
 from tests.conversations.test_chat_socket import ORIGIN, WAIT_S
 

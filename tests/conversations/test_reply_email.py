@@ -13,7 +13,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from conversations import chat, notifications
+from conversations.chat import session
+from conversations.handoff import actions, notifications
 from conversations.models import Conversation, ConversationStatus, Message, Referral, Turn
 from tests.loopback import free_port
 from tests.mailbox import GREYLISTED, REFUSED, Mailbox, smtp_server
@@ -48,7 +49,7 @@ def test_a_staff_reply_is_mailed_with_a_link_that_resumes_this_chat_only(helpcen
     other = waiting_for_a_person(helpcentre, "")
     sam = get_user_model().objects.create_user("sam", first_name="Sam", is_staff=True)
 
-    chat.send_staff_reply(conversation, sam, "Your parcel left our warehouse this morning.")
+    actions.send_staff_reply(conversation, sam, "Your parcel left our warehouse this morning.")
     [mail] = smtp.wait_for(1)
     assert mail["To"] == "jane@example.com"
     assert mail["From"] == "Support <support@shop.example>"
@@ -59,25 +60,25 @@ def test_a_staff_reply_is_mailed_with_a_link_that_resumes_this_chat_only(helpcen
     assert "The link works for 7 days." in body
 
     token = link_token(body)
-    resumed, refused = chat.resume_or_start(token)
+    resumed, refused = session.resume_or_start(token)
     assert resumed.pk == conversation.pk and refused == []
     # A link altered to name another conversation is not signed by us: a new chat starts, nothing is shown.
-    forged, refused = chat.resume_or_start(token[:-3] + ("AAA" if not token.endswith("AAA") else "BBB"))
+    forged, refused = session.resume_or_start(token[:-3] + ("AAA" if not token.endswith("AAA") else "BBB"))
     assert forged.pk is None and [e.code for e in refused] == ["session_expired"]
 
     # A conversation without an address gets no e-mail.
-    chat.send_staff_reply(other, sam, "Nobody mails this one.")
+    actions.send_staff_reply(other, sam, "Nobody mails this one.")
     time.sleep(1)
     assert len(smtp.received) == 1
 
 
 def test_an_expired_link_resumes_nothing(helpcentre, smtp, settings):
     conversation = waiting_for_a_person(helpcentre, "jane@example.com")
-    chat.send_staff_reply(conversation, get_user_model().objects.create_user("sam", is_staff=True), "Hello.")
+    actions.send_staff_reply(conversation, get_user_model().objects.create_user("sam", is_staff=True), "Hello.")
     token = link_token(smtp.wait_for(1)[0].get_payload(decode=True).decode())
     settings.CHAT_SESSION_MAX_AGE_S = 0
     time.sleep(1.1)
-    resumed, refused = chat.resume_or_start(token)
+    resumed, refused = session.resume_or_start(token)
     assert resumed.pk is None and [e.code for e in refused] == ["session_expired"]
 
 
@@ -96,7 +97,7 @@ def test_a_refused_send_is_logged_masked_shown_on_the_card_and_the_reply_kept(he
         time.sleep(0.05)
     [reason] = notifications.failed_replies(conversation).values()
     assert "SMTPRecipientsRefused" in reason and "r***@example.com" in reason and REFUSED not in reason
-    logged = [r.getMessage() for r in caplog.records if r.name == "conversations.notifications"]
+    logged = [r.getMessage() for r in caplog.records if r.name == "conversations.handoff.notifications"]
     # Masked here, and again by the conversations loggers' personal-data filter.
     assert logged and "SMTPRecipientsRefused" in logged[0] and REFUSED not in " ".join(logged)
     assert smtp.received == []
@@ -110,7 +111,7 @@ def test_a_refused_send_is_logged_masked_shown_on_the_card_and_the_reply_kept(he
 def test_a_greylisted_send_is_tried_again_and_goes(helpcentre, smtp, caplog, monkeypatch):
     monkeypatch.setattr(notifications, "RETRY_PAUSES_S", (0.2, 0.2))
     conversation = waiting_for_a_person(helpcentre, GREYLISTED)
-    chat.send_staff_reply(conversation, get_user_model().objects.create_user("sam", is_staff=True), "On its way.")
+    actions.send_staff_reply(conversation, get_user_model().objects.create_user("sam", is_staff=True), "On its way.")
     [mail] = smtp.wait_for(1)
     assert mail["To"] == GREYLISTED and smtp.greylisted_once
     assert any("451" in r.getMessage() and "trying again" in r.getMessage() for r in caplog.records)

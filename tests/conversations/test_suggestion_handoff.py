@@ -12,8 +12,11 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from answering.outcome import Decision, HandoffReason
-from conversations import chat
+from conversations.chat import session
+from conversations.chat.protocol import Handoff, parse_frame
 from conversations.errors import ChatError, FrameError
+from conversations.handoff import actions
+from conversations.handoff.staff import render_card
 from conversations.models import (
     Conversation,
     ConversationStatus,
@@ -24,8 +27,6 @@ from conversations.models import (
     Turn,
     TurnFeedback,
 )
-from conversations.protocol import Handoff, parse_frame
-from conversations.staff import render_card
 from tests.conversations.suggestion_helpers import UNITS, suggested_turn
 from tests.conversations.test_chat_socket import hello, next_frame, open_chat
 from tests.insights.outcome_helpers import collection
@@ -65,7 +66,7 @@ def _answered(conversation: Conversation, question: str) -> Turn:
 
 def test_the_reply_frame_carries_the_units(shop):
     turn = suggested_turn(Conversation.objects.create(collection=shop), QUESTION, client_id="q1")
-    frame = chat.reply_frame(turn)
+    frame = session.reply_frame(turn)
     assert (frame["decision"], frame["units"], frame["seq"], frame["id"]) == (
         "suggested",
         UNITS,
@@ -79,7 +80,7 @@ def test_declining_a_suggestion_refers_its_turn_with_the_question_masked(shop):
     suggestion = suggested_turn(conversation, QUESTION)
     _answered(conversation, "How long does delivery take?")  # a later turn: not the one handed off
 
-    referral = chat.request_handoff(conversation, declined_seq=suggestion.reply_message_id)
+    referral = actions.request_handoff(conversation, declined_seq=suggestion.reply_message_id)
 
     assert referral.turn_id == suggestion.pk
     assert referral.reason_code == HandoffReason.SUGGESTION_DECLINED
@@ -103,12 +104,12 @@ def test_without_a_seq_or_on_an_answer_the_customer_asked_for_a_person(shop):
     conversation = Conversation.objects.create(collection=shop)
     suggested_turn(conversation, QUESTION)
     latest = _answered(conversation, "How long does delivery take?")
-    referral = chat.request_handoff(conversation)
+    referral = actions.request_handoff(conversation)
     assert (referral.turn_id, referral.reason_code) == (latest.pk, HandoffReason.CUSTOMER_ASKED)
 
     other = Conversation.objects.create(collection=shop)
     answer = _answered(other, "How long does delivery take?")
-    declined_answer = chat.request_handoff(other, declined_seq=answer.reply_message_id)
+    declined_answer = actions.request_handoff(other, declined_seq=answer.reply_message_id)
     assert (declined_answer.turn_id, declined_answer.reason_code) == (answer.pk, HandoffReason.CUSTOMER_ASKED)
 
 
@@ -123,7 +124,7 @@ def test_a_resolved_referral_of_the_suggestion_reopens_with_the_new_reason(shop)
         status=ReferralStatus.RESOLVED,
         resolved_at=timezone.now(),
     )
-    referral = chat.request_handoff(conversation, declined_seq=suggestion.reply_message_id)
+    referral = actions.request_handoff(conversation, declined_seq=suggestion.reply_message_id)
     assert (referral.status, referral.reason_code) == (ReferralStatus.OPEN, HandoffReason.SUGGESTION_DECLINED)
     assert referral.reason == (
         "the customer asked for a person; the suggested section did not answer: “Can I return a sofa?”"
@@ -140,7 +141,7 @@ def test_only_a_reply_of_this_conversation_can_be_handed_off_by_seq(shop):
         (10**9, "unknown_reply", f"There is no reply {10**9} to hand off."),
     ]:
         with pytest.raises(ChatError) as caught:
-            chat.request_handoff(mine, declined_seq=seq)
+            actions.request_handoff(mine, declined_seq=seq)
         assert caught.value.code == code and says in str(caught.value), (code, str(caught.value))
     assert not Referral.objects.exists()
 
@@ -151,7 +152,7 @@ async def test_no_over_the_socket_rates_the_suggestion_down_and_hands_off_its_tu
     shop = await sync_to_async(collection)("shop")
     conversation = await Conversation.objects.acreate(collection=shop)
     suggestion = await sync_to_async(suggested_turn)(conversation, "Can I return a sofa?", client_id="q1")
-    token = await sync_to_async(chat.issue_token)(conversation)
+    token = await sync_to_async(session.issue_token)(conversation)
     widget = await open_chat()
     welcome = await hello(widget, token)
     [replayed] = [m for m in welcome["messages"] if m["type"] == "reply"]

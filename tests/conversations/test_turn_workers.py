@@ -13,8 +13,8 @@ from celery.contrib.testing.worker import start_worker
 from channels.testing import WebsocketCommunicator
 
 from conversations import tasks
+from conversations.chat.turn_queue import QUEUE, _redis
 from conversations.models import Message, Turn
-from conversations.turn_queue import QUEUE, _redis
 from supportbot.celery import app as celery_app
 from tests.conversations.test_chat_socket import next_frame, open_chat
 

@@ -14,7 +14,7 @@ from answering.outcome import HandoffReason
 from answering.replies import ABSTAIN_REPLY, REFER_REPLY
 from conversations.errors import TurnError
 from conversations.models import Claim, Conversation, ConversationStatus, Message, Referral, Turn
-from conversations.turns import answer_turn
+from conversations.records.turns import answer_turn
 from knowledge.models import Collection
 from tests.answering.fakes import FakeModelAPI, claude_says, error_response, services, text_stream
 from tests.knowledge.helpers import sync_folder

@@ -14,11 +14,11 @@ from django.utils import timezone
 from answering.customer.refunds import certify_refund, refund_request_in
 from answering.outcome import HandoffReason
 from answering.replies import ORDER_NOT_FOUND_REPLY, REFUND_REFERRED_REPLY, SIGN_IN_REPLY
-from conversations.chat import verified_customer
-from conversations.erasure import erase_customer
+from conversations.chat.session import verified_customer
 from conversations.errors import ChatError
 from conversations.models import Conversation, ConversationSummary, Referral, RefundDecision, Turn
-from conversations.turns import answer_turn
+from conversations.records.erasure import erase_customer
+from conversations.records.turns import answer_turn
 from customers import tokens
 from customers.facts import set_fact
 from customers.models import Customer, Order, OrderLine

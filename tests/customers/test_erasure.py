@@ -2,7 +2,6 @@ import pytest
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.auth.models import User
 
-from conversations.erasure import ErasureReport, erase_customer, erasure_preview
 from conversations.models import (
     Claim,
     Conversation,
@@ -13,6 +12,7 @@ from conversations.models import (
     StaffAction,
     Turn,
 )
+from conversations.records.erasure import ErasureReport, erase_customer, erasure_preview
 from customers.models import Customer, CustomerFact, Order, OrderLine
 from tests.customers.helpers import give_history, make_collection
 

@@ -1,6 +1,6 @@
 import pytest
 
-from conversations.erasure import erase_customer
+from conversations.records.erasure import erase_customer
 from customers.errors import CustomerDataError
 from customers.facts import current_facts, fact, set_fact
 from customers.models import Customer, CustomerFact

@@ -4,7 +4,7 @@ from decimal import Decimal
 
 import pytest
 
-from conversations.erasure import erase_customer
+from conversations.records.erasure import erase_customer
 from customers.errors import CustomerDataError
 from customers.facts import current_facts
 from customers.loading import LoadReport, load_customers

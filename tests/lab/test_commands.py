@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 
 from answering.decide.abstention import PROBABILITY, default_model, read_model
 from conversations.models import AbstentionThreshold, Conversation
-from conversations.turns import answer_model
+from conversations.records.turns import answer_model
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from conversations.errors import TurnError
 from conversations.models import Conversation
-from conversations.turns import answer_turn
+from conversations.records.turns import answer_turn
 from customers.models import Customer
 from knowledge.models import Collection
 from knowledge.scope import VISIBLE_AUDIENCES

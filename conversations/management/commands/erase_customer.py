@@ -2,7 +2,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from conversations.erasure import erase_customer, erasure_preview
+from conversations.records.erasure import erase_customer, erasure_preview
 from customers.models import Customer
 
 

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from answering.services import default_services
 from conversations.models import Conversation
-from conversations.turns import answer_turn
+from conversations.records.turns import answer_turn
 from knowledge.models import Collection
 from lab import metrics
 from lab.calibration import SAMPLE_SET, read_calibration_set

@@ -23,7 +23,7 @@ from answering.decide.abstention import (
 from answering.errors import AbstentionModelError
 from answering.services import default_services
 from conversations.models import AbstentionThreshold
-from conversations.turns import answer_model
+from conversations.records.turns import answer_model
 from knowledge.models import Collection
 from lab.calibration import SAMPLE_SETS, LabelledQuestion, calibrate, labelled_set, pairs_of
 from lab.errors import CalibrationError

@@ -9,7 +9,7 @@ from tqdm import tqdm
 
 from answering.decide.abstention import rates_at, roc_auc
 from answering.services import default_services
-from conversations.turns import answer_model
+from conversations.records.turns import answer_model
 from knowledge.embeddings import default_embedder, secondary_embedder
 from knowledge.models import Collection
 from knowledge.retrieval import default_config

@@ -11,8 +11,8 @@ from django.template.loader import render_to_string
 
 from answering.outcome import Decision
 from answering.privacy.masking import PERSONAL_DATA_PERMISSION
-from conversations import notifications
-from conversations.feedback import conversation_feedback
+from conversations.chat.feedback import conversation_feedback
+from conversations.handoff import notifications
 from conversations.models import (
     Conversation,
     ConversationStatus,

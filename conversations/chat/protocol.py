@@ -94,8 +94,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
+from conversations.chat.intake import validate_message
 from conversations.errors import FrameError, TurnError
-from conversations.intake import validate_message
 
 CLIENT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 

@@ -1,7 +1,7 @@
 """The websockets: a customer's chat (``/ws/chat/``) and the staff hand-off queue (``/ws/staff/``).
 
 The only async code in the project. Everything that touches the database runs off the event loop in this
-module's thread pools; turns run where conversations/turn_queue.py sends them (Celery worker processes,
+module's thread pools; turns run where conversations/chat/turn_queue.py sends them (Celery worker processes,
 or threads of this process without Redis), so this process only validates, stores, acknowledges and relays.
 """
 
@@ -24,12 +24,10 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 from redis.exceptions import RedisError
 
-from conversations import chat, feedback, presence, staff
-from conversations.errors import FrameError, QueueUnavailable
-from conversations.events import STAFF_GROUP, conversation_group, staff_member_group
-from conversations.intake import Incoming, store_customer_messages
-from conversations.models import PRESENCE_HEARTBEAT_S, Conversation, Message
-from conversations.protocol import (
+from conversations.chat import feedback, session
+from conversations.chat.events import STAFF_GROUP, conversation_group, staff_member_group
+from conversations.chat.intake import Incoming, store_customer_messages
+from conversations.chat.protocol import (
     Contact,
     CustomerMessage,
     Feedback,
@@ -41,7 +39,10 @@ from conversations.protocol import (
     parse_frame,
     parse_staff_frame,
 )
-from conversations.turn_queue import runner
+from conversations.chat.turn_queue import runner
+from conversations.errors import ChatError, FrameError, QueueUnavailable
+from conversations.handoff import actions, presence, staff
+from conversations.models import PRESENCE_HEARTBEAT_S, Conversation, Message
 from supportbot.rate_limits import CLOSE_UNAVAILABLE, SOCKET_UNAVAILABLE, close_saying
 
 logger = logging.getLogger(__name__)
@@ -198,14 +199,14 @@ class ChatConsumer(AsyncWebsocketConsumer):
                         STAFF_GROUP, {"type": "queue.typing", "conversation": str(self.conversation.public_id)}
                     )
             elif isinstance(frame, Handoff):
-                await _database(chat.request_handoff)(self.conversation, frame.seq)
+                await _database(actions.request_handoff)(self.conversation, frame.seq)
             elif isinstance(frame, Contact):
-                await self.send_json(await _database(chat.save_contact)(self.conversation, frame.email))
+                await self.send_json(await _database(session.save_contact)(self.conversation, frame.email))
             elif isinstance(frame, Feedback):
                 await _database(feedback.give_feedback)(
                     self.conversation, reply_seq=frame.seq, rating=frame.rating, reason=frame.reason
                 )
-        except (FrameError, chat.ChatError) as exc:
+        except (FrameError, ChatError) as exc:
             error = exc.as_frame() if isinstance(exc, FrameError) else {"type": "error", "code": exc.code}
             error.setdefault("message", str(exc))
             await self.send_json(error)
@@ -213,14 +214,16 @@ class ChatConsumer(AsyncWebsocketConsumer):
     async def hello(self, hello: Hello) -> None:
         if self.conversation is not None:
             raise FrameError("already_started", "This connection already said hello.")
-        conversation, refused, welcome = await _database(chat.open_chat)(hello.token, hello.customer_token, hello.after)
+        conversation, refused, welcome = await _database(session.open_chat)(
+            hello.token, hello.customer_token, hello.after
+        )
         self.conversation = conversation
         await self.channel_layer.group_add(conversation_group(conversation.public_id), self.channel_name)
         for error in refused:
             await self.send_json({"type": "error", "code": error.code, "message": str(error)})
         waiting = False
         if welcome is None:
-            welcome, waiting = await _database(chat.resumed)(conversation, hello.after)
+            welcome, waiting = await _database(session.resumed)(conversation, hello.after)
         await self.send_json(welcome)
         if waiting:
             await self.queue_turn(None)
@@ -234,7 +237,7 @@ class ChatConsumer(AsyncWebsocketConsumer):
         # parse_frame validated the text.
         message, created = await message_writer().store(Incoming(self.conversation, frame.text, frame.id))
         await self.send_json({"type": "ack", "id": frame.id, "seq": message.pk})
-        stored_reply = await _database(chat.receive_customer_message)(message, created)
+        stored_reply = await _database(session.receive_customer_message)(message, created)
         if stored_reply is not None:
             await self.send_json(stored_reply)
         else:
@@ -338,7 +341,7 @@ class StaffQueueConsumer(AsyncWebsocketConsumer):
                 )
         except FrameError as exc:
             await self.send(text_data=json.dumps(exc.as_frame()))
-        except chat.ChatError as exc:
+        except ChatError as exc:
             await self.send(text_data=json.dumps({"type": "error", "code": exc.code, "message": str(exc)}))
 
     async def queue_changed(self, event: dict[str, Any]) -> None:

@@ -16,10 +16,10 @@ from answering.outcome import Outcome, failed
 from answering.pipeline import answer
 from answering.question import DEFAULT_POLICY, Question
 from answering.services import TurnServices, default_services
-from conversations.intake import store_customer_message
-from conversations.memory import background_for
+from conversations.chat.intake import store_customer_message
 from conversations.models import AbstentionThreshold, Conversation, Message, Role, SystemPolicy
-from conversations.recording import TurnResult, record_turn
+from conversations.records.memory import background_for
+from conversations.records.recording import TurnResult, record_turn
 from knowledge.models import Collection
 from supportbot.stopwatch import Stopwatch
 

@@ -1,7 +1,7 @@
 """Whether a staff member takes hand-offs now. They say so in the queue page (over its socket); they are
 away as soon as their last queue socket closes, or once none of their sockets has sent a heartbeat for
 PRESENCE_LAPSES_AFTER_S (the process holding them stopped without closing them). Going online hands them
-waiting unassigned conversations; going away hands theirs to someone else online (conversations/assignment.py).
+waiting unassigned conversations; going away hands theirs to someone else online (conversations/handoff/assignment.py).
 
 Plain synchronous functions: the staff socket calls them in Channels' database thread.
 """
@@ -14,9 +14,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from conversations import events
-from conversations.assignment import assign_waiting, lock_assignments, reassign_from
+from conversations.chat import events
 from conversations.errors import ChatError
+from conversations.handoff.assignment import assign_waiting, lock_assignments, reassign_from
 from conversations.models import PresenceStatus, StaffPresence, presence_cutoff
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from django.db import transaction
 
 from answering.privacy.masking import mask_pii
-from conversations import events
+from conversations.chat import events
 from conversations.errors import ChatError
 from conversations.models import Conversation, ConversationStatus, FeedbackRating, Message, Role, Turn, TurnFeedback
 

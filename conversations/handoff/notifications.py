@@ -21,7 +21,7 @@ from django.conf import settings
 from django.core.mail import EmailMessage
 from django.db import close_old_connections
 
-from conversations import events
+from conversations.chat import events
 from conversations.models import Conversation, Message, Role
 
 logger = logging.getLogger(__name__)

@@ -10,8 +10,7 @@ from django.db import transaction
 
 from answering.ground.grounding import ClaimVerdict
 from answering.outcome import Decision, Outcome
-from conversations.assignment import assign
-from conversations.memory import remember
+from conversations.handoff.assignment import assign
 from conversations.models import (
     Claim,
     Conversation,
@@ -22,6 +21,7 @@ from conversations.models import (
     Role,
     Turn,
 )
+from conversations.records.memory import remember
 from knowledge.help import help_url
 from knowledge.retrieval import Hit
 from supportbot.stopwatch import Stopwatch

@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from conversations import events
+from conversations.chat import events
 from conversations.models import (
     Conversation,
     ReferralStatus,

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Protocol
 from django.conf import settings
 from django.db import connection, connections
 
-from conversations import chat, events
+from conversations.chat import events, session
+from conversations.chat.intake import claimable
 from conversations.errors import QueueUnavailable
-from conversations.intake import claimable
 from conversations.models import Conversation, ConversationStatus, Message, Role
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def answer_pending(conversation_id: int) -> None:
                 return
             while (message := _next_waiting(conversation_id)) is not None:
                 try:
-                    answered = chat.answer_in_worker(message.pk)
+                    answered = session.answer_in_worker(message.pk)
                 except Exception:
                     # answer_message refers every failure of the pipeline; this is a failure to even load or
                     # record the turn. The message stays stored and is answered again when the customer returns.

@@ -1,3 +1,5 @@
+"""The conversations app's configuration."""
+
 from django.apps import AppConfig
 
 

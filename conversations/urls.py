@@ -1,3 +1,5 @@
+"""The staff queue's URLs: signing in and out, the queue page, and the actions on one conversation."""
+
 from django.contrib.auth import views as auth_views
 from django.urls import path
 

@@ -1,3 +1,5 @@
+"""The customers app's configuration."""
+
 from django.apps import AppConfig
 
 

@@ -1,0 +1,1 @@
+"""What staff and authors learn from the conversations: outcome analytics and content gaps."""

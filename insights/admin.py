@@ -1,3 +1,5 @@
+"""Content gaps in the admin: the runs, their clustered questions, and a form to run one."""
+
 from typing import Any
 
 from django import forms

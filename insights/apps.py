@@ -1,3 +1,5 @@
+"""The insights app's configuration."""
+
 from django.apps import AppConfig
 
 

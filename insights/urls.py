@@ -1,3 +1,5 @@
+"""The staff analytics page's URLs: the page and its CSV."""
+
 from django.urls import path
 
 from insights import views

@@ -1,3 +1,5 @@
+"""The help centre in the admin: collections, articles and their versions, chunks, sources and sync runs."""
+
 from typing import Any
 
 from django import forms

@@ -1,3 +1,5 @@
+"""The ingestion API's URLs: post or delete an article, register a source, read a sync run."""
+
 from django.urls import path
 
 from knowledge import api

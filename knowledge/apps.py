@@ -1,3 +1,5 @@
+"""The knowledge app's configuration; on start it connects the signals that give each collection its own HNSW graphs."""
+
 from django.apps import AppConfig
 
 

@@ -1,3 +1,5 @@
+"""The public help pages' URLs: the index and each article."""
+
 from django.urls import path
 
 from knowledge import views

@@ -1,3 +1,5 @@
+"""The lab app's configuration."""
+
 from django.apps import AppConfig
 
 

@@ -1,3 +1,5 @@
+"""The site's URLs: the demo page, the help pages, the ingestion API, the staff queue, insights and the admin."""
+
 from django.contrib import admin
 from django.urls import include, path
 

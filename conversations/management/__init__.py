@@ -1,0 +1,1 @@
+"""The conversations app's management commands."""

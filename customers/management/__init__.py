@@ -1,0 +1,1 @@
+"""The customers app's management commands."""

@@ -1,0 +1,1 @@
+"""The insights app's management commands."""

@@ -1,0 +1,1 @@
+"""The knowledge app's management commands."""

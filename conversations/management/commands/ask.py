@@ -1,3 +1,5 @@
+"""manage.py ask: one full answer turn from the shell, with its citations, decision and per-stage latency."""
+
 import json
 from typing import Any
 

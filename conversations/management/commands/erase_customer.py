@@ -1,3 +1,5 @@
+"""manage.py erase_customer: a customer's conversations, facts, orders and refund decisions erased."""
+
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser

@@ -1,3 +1,5 @@
+"""manage.py policy: a text file made the collection's system policy, as a new version when it differs."""
+
 from pathlib import Path
 from typing import Any
 

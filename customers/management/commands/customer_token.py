@@ -1,3 +1,5 @@
+"""manage.py customer_token: a token signed as the host site would, to chat as that customer."""
+
 from typing import Any
 
 from django.conf import settings

@@ -1,3 +1,5 @@
+"""manage.py load_customers: customers, their orders and facts loaded from a JSON file, all or nothing."""
+
 from pathlib import Path
 from typing import Any
 

@@ -1,3 +1,5 @@
+"""manage.py content_gaps: the questions a collection could not answer, clustered and stored as a content-gap run."""
+
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser

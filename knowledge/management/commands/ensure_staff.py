@@ -1,3 +1,5 @@
+"""manage.py ensure_staff: the first staff account, created with a random password if none exists."""
+
 import secrets
 from pathlib import Path
 from typing import Any

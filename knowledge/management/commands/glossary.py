@@ -1,3 +1,5 @@
+"""manage.py glossary: a collection's glossary (phrase → meaning) loaded from a TSV file."""
+
 import csv
 from pathlib import Path
 from typing import Any

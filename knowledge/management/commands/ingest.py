@@ -1,3 +1,5 @@
+"""manage.py ingest: a collection synced with its sources (Markdown, a Zendesk export, a website, a BEIR corpus)."""
+
 import sys
 import time
 from pathlib import Path

@@ -1,3 +1,5 @@
+"""manage.py search: a collection searched with the retrieval pipeline, the ranked chunks printed."""
+
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser

@@ -1,3 +1,5 @@
+"""manage.py bench: ingestion, retrieval, worker and scale benchmarks that print their figures."""
+
 import json
 import os
 import sys

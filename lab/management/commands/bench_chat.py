@@ -1,3 +1,5 @@
+"""manage.py bench_chat: chat latency as customers see it, with several websocket clients at once."""
+
 import asyncio
 import itertools
 import json

@@ -1,3 +1,5 @@
+"""manage.py bench_turn: per-stage latency of whole answer turns over the labelled questions."""
+
 import json
 from pathlib import Path
 from typing import Any

@@ -1,3 +1,5 @@
+"""manage.py calibrate: the abstention decision fitted on labelled questions and stored for the collection."""
+
 import json
 import sys
 from collections.abc import Callable

@@ -1,3 +1,6 @@
+"""manage.py evaluate: quality on labelled sets (answers, kinds, retrieval, grounding, personal data, injection, the
+injection detector, content gaps)."""
+
 import json
 import sys
 from pathlib import Path

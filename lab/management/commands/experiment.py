@@ -1,3 +1,5 @@
+"""manage.py experiment: quality experiments on the golden set (fusion, abstention cut, chunking)."""
+
 import json
 import sys
 from pathlib import Path

@@ -1,3 +1,5 @@
+"""manage.py export_golden_candidates: golden-set candidates staff made from real turns, as JSON lines."""
+
 from pathlib import Path
 from typing import Any
 

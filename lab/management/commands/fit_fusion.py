@@ -1,3 +1,5 @@
+"""manage.py fit_fusion: a collection's fusion weights and rerank blend fitted on its labelled questions."""
+
 import json
 import sys
 from pathlib import Path

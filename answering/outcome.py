@@ -5,14 +5,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from django.db import models
 
-from answering.evidence.context import Context
-from answering.ground.grounding import ClaimVerdict
 from answering.replies import ABSTAIN_REPLY, REFER_REPLY
-from customers.models import Order
-from knowledge.retrieval import Hit
+
+if TYPE_CHECKING:
+    # Types only: the models of `conversations` import this module for its choices, and need none of these.
+    from answering.evidence.context import Context
+    from answering.ground.grounding import ClaimVerdict
+    from customers.models import Order
+    from knowledge.retrieval import Hit
 
 
 class Decision(models.TextChoices):

@@ -1,3 +1,6 @@
+"""Fixtures every test may use: the packaged embedding model, the sample help centre indexed, a private Redis, the
+runners."""
+
 import shutil
 import subprocess
 import uuid

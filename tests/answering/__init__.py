@@ -1,0 +1,1 @@
+"""Tests of answering: the pipeline, its steps and the language-model clients."""

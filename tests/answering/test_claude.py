@@ -1,3 +1,6 @@
+"""The Anthropic client over the real SDK with a faked HTTP transport: streaming, retries, the judge, the rewrite
+and the refund tool."""
+
 import httpx2
 import pytest
 

@@ -1,3 +1,6 @@
+"""Personal data masking: each kind found and replaced, numbers checked, names and places kept where they are not
+personal."""
+
 import logging
 
 import pytest

@@ -1,0 +1,1 @@
+"""Tests of conversations: the chat, the hand-off, the records and the staff pages."""

@@ -1,0 +1,1 @@
+"""Tests of customers: loading, tokens, facts, erasure and the admin."""

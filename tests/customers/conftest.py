@@ -1,3 +1,5 @@
+"""Fixtures for the customers tests: the demo shop's sample customers loaded."""
+
 import pytest
 
 from customers.loading import LoadReport, load_customers

@@ -1,3 +1,5 @@
+"""The customers admin: orders and facts shown, customers found by e-mail, erasure asked for then done."""
+
 import pytest
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.models import LogEntry

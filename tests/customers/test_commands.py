@@ -1,3 +1,5 @@
+"""The customers commands: load_customers reports and refuses bad data; customer_token signs what the chat accepts."""
+
 import json
 
 import pytest

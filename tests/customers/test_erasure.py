@@ -1,3 +1,5 @@
+"""Erasing a customer: everything kept about them goes, nothing of anyone else, and the preview counts it first."""
+
 import pytest
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.auth.models import User

@@ -1,3 +1,5 @@
+"""A customer's facts: versioned on change, read in one query, unfit keys and values refused."""
+
 import pytest
 
 from conversations.records.erasure import erase_customer

@@ -1,3 +1,5 @@
+"""Loading the shop's customers from JSON: the sample loads, a reload changes nothing, changes update in place."""
+
 import copy
 import json
 from decimal import Decimal

@@ -1,3 +1,6 @@
+"""Customer tokens: a signed token verifies until it expires, and one that cannot be trusted is refused with the
+reason."""
+
 import base64
 import hashlib
 import hmac

@@ -1,0 +1,1 @@
+"""Tests of insights: the outcome analytics and the content gaps."""

@@ -1,0 +1,1 @@
+"""Tests of knowledge: sources, cleaning, chunking, ingestion, retrieval and the help pages."""

@@ -1,3 +1,5 @@
+"""Helpers for the knowledge tests: a folder of articles synced into a collection as ingestion would."""
+
 from pathlib import Path
 from typing import Literal
 

@@ -1,3 +1,5 @@
+"""Chunking by headings: heading paths kept, no chunk across two sections, the size bounds respected."""
+
 from itertools import pairwise
 from pathlib import Path
 

@@ -1,3 +1,5 @@
+"""Cleaning: the footer repeated across the sample found and removed, headings and tables kept."""
+
 from pathlib import Path
 
 from django.conf import settings

@@ -1,3 +1,5 @@
+"""The knowledge commands: ingest refuses bad arguments; search ranks the right chunk and hides staff articles."""
+
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError

@@ -1,3 +1,5 @@
+"""Rank fusion: RRF and weighted fusion combine the stages' rankings as their formulas say."""
+
 import pytest
 
 from knowledge.fusion import Fused, blend_rerank, fuse, rrf, weighted

@@ -1,3 +1,5 @@
+"""Typo correction: a misspelt word becomes the word the articles use."""
+
 from knowledge.fuzzy import Correction, Typos, corrected
 
 TEXTS = ["Refunds reach your card in 5 to 10 business days.", "Cancelling an order is free before it ships."]

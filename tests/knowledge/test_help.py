@@ -1,3 +1,5 @@
+"""The public help pages: anchors and links to a section, HTML kept safe, and only public articles in force shown."""
+
 from datetime import date
 
 import pytest

@@ -1,3 +1,5 @@
+"""Ingestion: the sample indexed, unchanged articles skipped by their hash, edits re-embedded alone."""
+
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError

@@ -1,3 +1,5 @@
+"""Publishing: draft, review and publish supersede a version and re-index it; the admin is staff only."""
+
 import pytest
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.auth import get_user_model

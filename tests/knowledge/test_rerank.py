@@ -1,3 +1,5 @@
+"""The packaged cross-encoder: it prefers the passage that answers, truncates long ones, refuses unknown models."""
+
 import pytest
 
 from knowledge.errors import RerankerUnavailable

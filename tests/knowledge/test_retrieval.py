@@ -1,3 +1,6 @@
+"""Retrieval in SQL: BM25 as its formula says, audience and version rules at every stage, the right chunk ranked
+first."""
+
 from datetime import date
 
 import pytest

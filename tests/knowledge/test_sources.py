@@ -1,3 +1,5 @@
+"""Reading articles: front matter and body, bad files located by line and field, size limits."""
+
 import json
 from datetime import date
 

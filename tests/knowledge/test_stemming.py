@@ -1,3 +1,5 @@
+"""Stemming: English words stemmed, and threads stemming at once each get the right stems."""
+
 from concurrent.futures import ThreadPoolExecutor
 
 from knowledge.stemming import stem, stems

@@ -1,0 +1,1 @@
+"""Tests of the evaluation lab: its evaluations, fitting, experiments and benchmarks."""

@@ -1,5 +1,5 @@
-"""Every module of the product and the lab opens with a docstring saying what it is for, so a newcomer
-reading the tree learns what a file does before reading its code (migrations are generated history)."""
+"""Every module of the product, the lab and the suite opens with a docstring saying what it is for, so a
+newcomer reading the tree learns what a file does before reading its code (migrations are generated history)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def modules_without_docstring(root: Path, packages: tuple[str, ...]) -> list[str
 
 
 def test_every_module_says_what_it_is_for() -> None:
-    assert modules_without_docstring(Path(settings.BASE_DIR), (*LAYERS, PROJECT)) == []
+    assert modules_without_docstring(Path(settings.BASE_DIR), (*LAYERS, PROJECT, "tests")) == []
 
 
 def test_a_module_without_one_is_named(tmp_path: Path) -> None:

@@ -1,3 +1,5 @@
+"""Settings from the environment: valid values read, bad ones refused with the variable named."""
+
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 

@@ -13,7 +13,8 @@ from typing import Any
 
 from answering.customer.step import customer_step
 from answering.decide.abstention import PROBABILITY
-from answering.evidence.context import Context, Trust
+from answering.decide.reply_kind import reply_kind
+from answering.evidence.context import Context
 from answering.evidence.gather import gather_evidence
 from answering.ground.claims import split_claims
 from answering.outcome import Decision, HandoffReason, Outcome
@@ -91,15 +92,11 @@ def answer(
     outcome.hits, outcome.context, scored = found.hits, found.context, found.scored
     context = found.context  # the narrowed type: outcome.context may be None before this point
     outcome.evidence_score = found.evidence_score
-    model = question.decision
-    probability = model.probability(found.signals) if scored else 0.0
-    outcome.signals = {**found.signals, PROBABILITY: round(probability, 4)}
-    kind = "answer" if _answered_by_record(context, scored) else model.kind(probability)
-    if found.unknown_codes:
-        outcome.notes.append(f"the articles do not name {', '.join(sorted(found.unknown_codes))}")
-        kind = "abstain"
-    elif kind != "answer":
-        outcome.notes.append(f"probability the evidence answers {probability:.2f} is below the cut {model.cut:.2f}")
+    decided = reply_kind(found, question.decision)
+    outcome.signals = {**found.signals, PROBABILITY: round(decided.probability, 4)}
+    if decided.why_not:
+        outcome.notes.append(decided.why_not)
+    kind = decided.kind
     if kind == "abstain":
         outcome.reading = reading_record(scored, [])
         return outcome
@@ -172,11 +169,3 @@ def unit_record(unit: QuotedUnit, context: Context) -> dict[str, Any]:
     passage = context.passage(unit.passage)
     article = passage.article if passage is not None and passage.source == "article" else ""
     return units_record([unit], article, passage.heading_path if passage is not None else "")
-
-
-def _answered_by_record(context: Context, scored: list[ScoredSentence]) -> bool:
-    """The customer's own record (looked up by the order number they gave, not ranked) holds the best
-    statement, and the cross-encoder finds it relevant (logit ≥ 0, its even odds). The decision's model was
-    fitted on help-article retrieval, whose signals say nothing about such a record."""
-    best = context.passage(scored[0].passage) if scored else None
-    return best is not None and best.trust is Trust.VERIFIED and scored[0].score >= 0.0

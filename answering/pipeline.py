@@ -1,9 +1,9 @@
 """How a reply is made: one question in, one outcome out (a grounded answer, a suggested section, an
 honest "I don't know", or a hand-off to a person), with every step's record.
 
-Synchronous on purpose: the chat runs it in a worker or a thread, the evaluator and `manage.py ask` call
-it directly. It knows nothing of conversations: the caller reads the question from its records and writes
-the outcome down.
+Synchronous on purpose: the chat runs it in a worker or a thread, and `manage.py ask` and the evaluator
+wait for it, all through `conversations.records.turns`. It knows nothing of conversations: that caller
+reads the question from the records and writes the outcome down.
 """
 
 from __future__ import annotations

@@ -6,8 +6,6 @@ from __future__ import annotations
 from django.conf import settings
 
 from answering.providers.base import LanguageModel, generator_name
-from answering.providers.claude import ClaudeClient
-from answering.providers.openai_compatible import OpenAICompatibleClient
 
 
 def configured_generator() -> str:
@@ -17,8 +15,14 @@ def configured_generator() -> str:
 
 def language_model_from_settings() -> LanguageModel | None:
     """The provider LLM_PROVIDER names, configured from settings; None for `none` (the offline reader)."""
+    # Imported here, not at the top: the Anthropic SDK alone takes 1.5 s to import, and a process that
+    # answers offline (the default) should not pay it at start-up.
     if settings.LLM_PROVIDER == "anthropic":
+        from answering.providers.claude import ClaudeClient
+
         return ClaudeClient.from_settings()
     if settings.LLM_PROVIDER == "openai":
+        from answering.providers.openai_compatible import OpenAICompatibleClient
+
         return OpenAICompatibleClient.from_settings()
     return None

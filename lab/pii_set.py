@@ -20,9 +20,10 @@ import string
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from faker import Faker
-from faker.decode import unidecode
+if TYPE_CHECKING:
+    from faker import Faker
 
 # Kinds of personal data the set labels; masking must remove every one of them.
 PERSONAL_KINDS = (
@@ -188,6 +189,10 @@ TEST_TEMPLATES = (
 
 
 def _fakers(seed: int) -> dict[str, Faker]:
+    # Imported here: Faker builds the set and is a development tool; `evaluate pii` only reads the built set
+    # (its labels and kinds, above), and must run where only the serving requirements are installed.
+    from faker import Faker
+
     locales = {*NAME_LOCALES, *ROMANISED_LOCALES, *PHONE_LOCALES, *ADDRESS_LOCALES, *IBAN_LOCALES, "es_ES", "it_IT"}
     fakers = {}
     for index, locale in enumerate(sorted(locales)):
@@ -275,6 +280,8 @@ class _Values:
         faker = self._faker(NAME_LOCALES[:12])
         if self.rng.random() < 0.5:
             return str(faker.email())
+        from faker.decode import unidecode
+
         first, last = faker.first_name(), faker.last_name()
         local = re.sub(r"[^a-z0-9._]", "", unidecode(f"{first}.{last}").lower()).strip(".") or "customer"
         domain = self.rng.choice(("gmail.com", "yahoo.co.in", "outlook.com", "web.de", "orange.fr", "hotmail.it"))

@@ -24,6 +24,13 @@ _LEANS_ON_PREVIOUS = re.compile(
     re.IGNORECASE,
 )
 
+# A sentence that opens like these states a condition; the sentences after it in its paragraph may hold only
+# under it ("If the address is abroad, we cannot change it. Cancel the order and order again.").
+_SETS_CONDITION = re.compile(
+    r"^(if|unless|when|whenever|once|provided|as long as|in case|only if|where|until|after|before)\b",
+    re.IGNORECASE,
+)
+
 
 @dataclass(frozen=True)
 class Statement:
@@ -40,6 +47,12 @@ class Statement:
     @property
     def leans_on_previous(self) -> bool:
         return self.kind == "sentence" and bool(_LEANS_ON_PREVIOUS.match(self.text))
+
+    @property
+    def sets_condition(self) -> bool:
+        """A sentence that states a condition (not a lead-in announcing a list): what follows it in its
+        paragraph is said with it or not at all."""
+        return self.kind == "sentence" and not self.introduces and bool(_SETS_CONDITION.match(self.text))
 
     @property
     def introduces(self) -> bool:

@@ -196,7 +196,8 @@ def _choose(scored: list[ScoredSentence], embed: Embed | None, settings: ReaderS
     if paired.after_previous is not None and paired.after_previous >= best + settings.pair_gain:
         lead = paired  # the answer is this statement as the reply to the one before it: both are said
     chosen = [lead]
-    if (lead is paired or lead.statement.leans_on_previous) and (before := _neighbour(scored, lead, -1)) is not None:
+    before = _neighbour(scored, lead, -1)
+    if (lead is paired or lead.statement.leans_on_previous) and before is not None and _replies_to(lead, before):
         chosen.insert(0, before)
     after = _neighbour(scored, lead, 1)
     completion: list[ScoredSentence] = []
@@ -227,7 +228,34 @@ def _choose(scored: list[ScoredSentence], embed: Embed | None, settings: ReaderS
     head, rest = chosen[: at + 1], chosen[at + 1 :]
     # After the answer, its own section first in reading order, then other sections.
     rest.sort(key=lambda s: (s.passage != lead.passage, s.passage, s.position))
-    return head + rest
+    return _with_conditions(scored, head + rest)
+
+
+def _replies_to(statement: ScoredSentence, before: ScoredSentence) -> bool:
+    """Whether a statement read after its predecessor is said after it. A list item or table row is not: it
+    takes its meaning from its list's lead-in or its section's heading, which its unit says, not from the
+    paragraph that happens to precede the list (a row after "The window is counted from delivery." answers
+    alone and leads)."""
+    return statement.kind == "sentence" or before.statement.introduces
+
+
+def _with_conditions(scored: Sequence[ScoredSentence], said: list[ScoredSentence]) -> list[ScoredSentence]:
+    """Each sentence said with the condition it stands under: where the sentence before it in its paragraph
+    states a condition and is not said, it is said first. Without it "Cancel the order and place a new one."
+    reads as advice to everyone, where the article gives it only when the condition holds."""
+    out: list[ScoredSentence] = []
+    for s in said:
+        before = _neighbour(scored, s, -1)
+        if (
+            s.kind == "sentence"
+            and before is not None
+            and before.block == s.block
+            and before.statement.sets_condition
+            and not any(before is c for c in (*said, *out))
+        ):
+            out.append(before)
+        out.append(s)
+    return out
 
 
 def heading_label(heading_path: str) -> str:

@@ -1,5 +1,7 @@
 """The answer turn's stages one at a time: claims, context, rewriting, the reader, the NLI plug."""
 
+import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -313,6 +315,47 @@ def test_an_faq_answer_is_said_after_its_question(embedder):
     question, answer = split_claims(reply)[:2]
     assert question.citations == (1,) and question.text in quotable_forms(text, heading)
     assert answer.text == "Yes, within one hour of placing the order."
+
+
+def test_a_table_row_that_answers_leads_before_the_paragraph_above_its_table(embedder):
+    # The row reads best after the sentence before the table, but a row takes its meaning from its table's
+    # heading: the row leads, and the sentence beside the answer is not put in front of it.
+    text = (
+        "Cushion covers can be exchanged for another size. The period starts on the day the courier scans "
+        "the parcel as delivered.\n\n| Product | Exchange period |\n|---|---|\n| Cushions | 21 days |\n"
+        "| Throws | 14 days |"
+    )
+    heading = "Exchanges › Exchange period"
+    scored = read_as(text, heading, {"The period starts on the day the courier scans the parcel as delivered.": 4.0})
+    row = next(i for i, s in enumerate(scored) if s.text.startswith("Product: Cushions"))
+    scored[row] = replace(scored[row], score=3.5, after_previous=6.0)
+    reply = as_reply(quoted_units(scored, choose_statements(scored, embed=embedder.encode)))
+    assert reply.startswith("Exchange period — Product: Cushions; Exchange period: 21 days. [1]"), reply
+    assert all(claim.text in quotable_forms(text, heading) for claim in split_claims(reply))
+
+
+def test_a_sentence_is_said_with_the_condition_it_stands_under_or_not_at_all(embedder):
+    text = (
+        "To update the billing email:\n\n1. Open Account.\n2. Choose Billing and save the new address.\n\n"
+        "When your plan is billed by a reseller, we cannot edit it here. Ask the reseller to send the change to us. "
+        "The new address gets every invoice from the next one on."
+    )
+    scored = read_as(
+        text,
+        "Billing › Billing email",
+        {"Open Account.": 5.0, "Ask the reseller to send the change to us.": 4.0},
+    )
+    said = [s.text for s in choose_statements(scored, embed=embedder.encode)]
+    asked = said.index("Ask the reseller to send the change to us.")
+    assert said[asked - 1] == "When your plan is billed by a reseller, we cannot edit it here.", said
+    reply = as_reply(quoted_units(scored, choose_statements(scored, embed=embedder.encode)))
+    assert re.search(r"we cannot edit it here\. \[1\]\s+Ask the reseller", reply), reply
+    # A sentence after an unconditional one is said alone.
+    plain = "Invoices are sent monthly. Download them from Billing any time."
+    scored = read_as(plain, "Billing › Invoices", {"Download them from Billing any time.": 5.0})
+    assert [s.text for s in choose_statements(scored, embed=embedder.encode)][
+        -1
+    ] == "Download them from Billing any time."
 
 
 def test_follow_ups_carry_the_previous_subject():

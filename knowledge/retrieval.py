@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from types import MappingProxyType
@@ -11,6 +11,7 @@ from typing import cast
 from django.conf import settings
 from django.db import connection
 
+from knowledge.chunking import HEADING_SEPARATOR
 from knowledge.dense import dense_search
 from knowledge.embeddings import Embedder, default_embedder, embed_query, secondary_embedder
 from knowledge.errors import QueryError
@@ -292,3 +293,30 @@ def visible_chunks(scope: Scope, chunk_ids: list[int]) -> set[int]:
             {**params, "chunk_ids": chunk_ids},
         )
         return {row[0] for row in cursor.fetchall()}
+
+
+def chunks_named(scope: Scope, names: Sequence[str], slugs: Sequence[str], *, limit: int) -> list[Chunk]:
+    """The chunks in scope of the sections whose heading, or the articles whose title, is one of `names`
+    (compared case-folded), and of the articles `slugs` name: where a pointer in a passage leads ("see
+    Refunds", a link to /help/refunds). In article order, each article's sections in reading order, at most
+    `limit`; the scope's audience and version rules apply as in every search."""
+    if not names and not slugs:
+        return []
+    where, params = scope.where()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""SELECT c.id FROM {FROM_CHUNKS} WHERE {where} AND (
+                    lower(a.title) = ANY(%(names)s) OR a.slug = ANY(%(slugs)s)
+                    OR lower(regexp_replace(c.heading_path, '^.*' || %(separator)s, '')) = ANY(%(names)s))
+                ORDER BY a.slug, c.ordinal LIMIT %(limit)s""",
+            {
+                **params,
+                "names": [n.casefold() for n in names],
+                "slugs": list(slugs),
+                "separator": HEADING_SEPARATOR,
+                "limit": limit,
+            },
+        )
+        ids = [row[0] for row in cursor.fetchall()]
+    chunks = Chunk.objects.select_related("version__article").in_bulk(ids)
+    return [chunks[i] for i in ids]

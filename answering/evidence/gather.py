@@ -1,5 +1,5 @@
 """The evidence for a question: retrieve the passages in force for its audience, assemble the
-trust-labelled context, and score its sentences against the question. Everything answering knows before it
+trust-labelled context, score its sentences against the question, and follow a pointer one hop. Everything answering knows before it
 decides whether to answer; calibration runs exactly this."""
 
 from __future__ import annotations
@@ -11,32 +11,35 @@ from datetime import date
 from django.conf import settings
 
 from answering.decide.abstention import HitSignals, signals_of, unknown_codes
-from answering.evidence.context import Context, Evidence, assemble_context
+from answering.evidence.context import Context, Evidence, Trust, assemble_context
+from answering.evidence.pointers import follow_pointer
 from answering.privacy.masking import without_placeholders
 from answering.read.reader import ScoredSentence, best_reading, score_sentences
 from answering.rewrite import question_focus
 from answering.services import TurnServices
 from knowledge.fuzzy import corrected, find_typos
-from knowledge.models import Collection
+from knowledge.models import Chunk, Collection
 from knowledge.rerank import rerank_passage
 from knowledge.retrieval import Hit, prepare_query, search
+from knowledge.scope import Scope
 from supportbot.stopwatch import Stopwatch
 
 
+def chunk_evidence(chunk: Chunk, score: float) -> Evidence:
+    return Evidence(
+        chunk_id=chunk.pk,
+        article=chunk.version.article.slug,
+        title=chunk.version.article.title,
+        version=chunk.version.version_label,
+        effective_date=chunk.version.effective_date.isoformat(),
+        heading_path=chunk.heading_path,
+        text=chunk.text,
+        score=score,
+    )
+
+
 def evidence_of(hits: list[Hit]) -> list[Evidence]:
-    return [
-        Evidence(
-            chunk_id=h.chunk.pk,
-            article=h.chunk.version.article.slug,
-            title=h.chunk.version.article.title,
-            version=h.chunk.version.version_label,
-            effective_date=h.chunk.version.effective_date.isoformat(),
-            heading_path=h.heading_path,
-            text=h.chunk.text,
-            score=h.score,
-        )
-        for h in hits
-    ]
+    return [chunk_evidence(h.chunk, h.score) for h in hits]
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,9 @@ def gather_evidence(
 ) -> FoundEvidence:
     """Retrieve, assemble the context, and score its sentences against the question: everything a turn
     knows before deciding whether to answer (calibration runs exactly this). Articles are searched as
-    they stand on `today`: the version in force then, not one published with a later effective date."""
+    they stand on `today`: the version in force then, not one published with a later effective date. A
+    strong statement that points elsewhere ("see Refunds") is followed one hop: the section it names joins
+    the context after the passage that points there, and its answer is said instead of the pointer."""
     search_query = question_focus(without_placeholders(query) or query)
     with watch.lap("normalise"):
         prepared = prepare_query(search_query, collection)
@@ -89,20 +94,39 @@ def gather_evidence(
             typos=typos,
             reranker=services.reranker,
         )
-    with watch.lap("context"):
-        context = assemble_context(
+    evidence = [*verified, *evidence_of(hits)]
+
+    def context_of(evidence: list[Evidence]) -> Context:
+        return assemble_context(
             policy,
-            [*verified, *evidence_of(hits)],
+            evidence,
             history,
             budget_tokens=settings.CONTEXT_BUDGET_TOKENS,
             count_tokens=services.embedder.count_tokens,
             background=background,
         )
+
+    with watch.lap("context"):
+        context = context_of(evidence)
     with watch.lap("score_evidence"):
         # The cross-encoder reads words, not stems: misspellings are put right in the article's own spelling.
         scoring_query = corrected(prepared, typos, [p.text for p in context.evidence])
         read = {h.chunk.pk: h.readings for h in hits if h.readings is not None}
         scored = score_sentences(scoring_query, context, services.reranker, read=read)
+    with watch.lap("follow_pointer"):
+        scope = Scope(collection.pk, audience, "as_of", today)
+        followed = follow_pointer(scoring_query, scored, context, scope, services.reranker)
+        if followed is not None:
+            # The section pointed to is read right after the passage that points there.
+            at = next(i for i, e in enumerate(evidence) if e.chunk_id == followed.pointed_from) + 1
+            evidence.insert(at, chunk_evidence(followed.chunk, followed.score))
+            context = context_of(evidence)
+            read[followed.chunk.pk] = followed.readings
+            retrieved = [p for p in context.evidence if p.trust is not Trust.VERIFIED]
+            reach = next((i + 1 for i, p in enumerate(retrieved) if p.chunk_id == followed.chunk.pk), 0)
+            scored = score_sentences(scoring_query, context, services.reranker, read=read, passages=max(4, reach))
+            scored = [s for s in scored if not followed.replaces(s, context)]
+    with watch.lap("score_evidence"):
         signals = signals_of(
             scoring_query,
             [HitSignals(rerank_passage(h.heading_path, h.chunk.text), _stage_scores(h)) for h in hits],

@@ -37,3 +37,7 @@ class GoldenCandidateError(ValueError):
 
 class GapLabelError(ValueError):
     """A malformed content-gap topic labelling (lab/sample/gap_labels.jsonl)."""
+
+
+class AnswerDataError(ValueError):
+    """A malformed answer-model data set (lab/datasets/answers/), named by file and line."""

@@ -1,6 +1,6 @@
 """The evidence for a question: retrieve the passages in force for its audience, assemble the
-trust-labelled context, score its sentences against the question, and follow a pointer one hop. Everything answering knows before it
-decides whether to answer; calibration runs exactly this."""
+trust-labelled context, score its sentences against the question, and follow a pointer one hop. Everything
+answering knows before it decides whether to answer; calibration runs exactly this."""
 
 from __future__ import annotations
 

@@ -9,6 +9,10 @@ from knowledge.injection import without_instructions
 
 _HEADING = re.compile(r"^#{1,6}\s")
 _FENCE = re.compile(r"^\s*(```|~~~)")
+_LINK = re.compile(r"!?\[[^\]]*\]\([^)]*\)")
+_LIST_MARK = re.compile(r"^\s*([-*+]|\d+[.)])\s+")
+# What may stand between the links of a navigation line: separators and list marks, no words.
+_BETWEEN_LINKS = re.compile(r"^[\s|·•/<>«»‹›,;–—-]*$")
 
 
 def normalise_whitespace(text: str) -> str:
@@ -68,6 +72,43 @@ def without_planted_statements(body: str) -> str:
     return "\n".join(lines)
 
 
+def _only_links(line: str) -> int:
+    """How many links a line holds when it holds nothing else (0 when it has words of its own)."""
+    links = _LINK.findall(line)
+    return len(links) if links and _BETWEEN_LINKS.match(_LINK.sub("", _LIST_MARK.sub("", line))) else 0
+
+
+def without_navigation(body: str) -> str:
+    """The body less its page furniture, found by shape: a line of several links and nothing else (a menu,
+    breadcrumbs, share buttons), and a list whose every item is a link alone (a table of contents, "on this
+    page", related articles). A sentence with a link in it, or a single link on a line, is kept."""
+    lines = body.split("\n")
+    fenced: set[int] = set()
+    in_fence = False
+    for i, line in enumerate(lines):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        if in_fence or _FENCE.match(line):
+            fenced.add(i)
+    drop: set[int] = set()
+    start = 0
+    while start < len(lines):
+        if start in fenced:  # code is kept as written
+            start += 1
+            continue
+        end = start
+        while end < len(lines) and end not in fenced and _LIST_MARK.match(lines[end]):
+            end += 1
+        if end - start >= 2 and all(_only_links(lines[i]) == 1 for i in range(start, end)):
+            drop.update(range(start, end))
+        if end == start:
+            if _only_links(lines[start]) >= 2:
+                drop.add(start)
+            end += 1
+        start = end
+    return "\n".join(line for i, line in enumerate(lines) if i not in drop)
+
+
 def clean_markdown(body: str, boilerplate: AbstractSet[str] = frozenset()) -> str:
     kept = [line for line in normalise_whitespace(body).split("\n") if line.strip() not in boilerplate]
-    return normalise_whitespace(without_planted_statements("\n".join(kept)))
+    return normalise_whitespace(without_planted_statements(without_navigation("\n".join(kept))))

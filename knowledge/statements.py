@@ -4,7 +4,7 @@ paragraph, list or table) each belongs to, and whether an item is a step of a pr
 
 The structure comes from the text as ingestion keeps it: Markdown lists and tables (the web and Zendesk
 importers turn HTML lists and tables into the same syntax) and line breaks. Plain lines that follow a line
-ending in ":" ("To add more test cases:") are the steps it announces."""
+ending in ":" ("To add more test cases:") are the steps it announces. Fenced code is not a statement."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from knowledge.chunking import split_sentences
 
 _TABLE_RULE = re.compile(r"^\|?\s*:?-{3,}")
+_FENCE = re.compile(r"^(```|~~~)")
 _EMPHASIS = re.compile(r"\*\*|__|`")
 _LIST_MARK = re.compile(r"^(?:[-*•]|\d+[.)])\s+")
 _NUMBERED = re.compile(r"^\d+[.)]\s+")
@@ -85,7 +86,13 @@ def passage_statements(text: str) -> list[Statement]:
         if len(piece.split()) >= (2 if step else 1 if piece.endswith(":") else 3):
             statements.append(Statement(piece, kind, len(statements), block, step))
 
+    in_code = False
     for index, line in enumerate(lines):
+        # Code is shown on the help page, never quoted as a statement: a line of code answers no question
+        # in words, and quoted out of its block it reads as nonsense.
+        if _FENCE.match(line) or in_code:
+            in_code = in_code != bool(_FENCE.match(line))
+            continue
         if not line:
             block, previous_kind, under_lead = block + 1, "", False
             continue

@@ -107,6 +107,12 @@ def test_table_rows_and_list_items_become_readable_statements():
     assert first.block == second.block != row.block  # one list, apart from the table
 
 
+def test_fenced_code_is_never_a_statement():
+    text = "To start the sync:\n\n```\nsync --all\nsync --watch files/\n```\n\nThe first sync takes a few minutes."
+    said = [s.text for s in passage_statements(text)]
+    assert said == ["To start the sync:", "The first sync takes a few minutes."]
+
+
 def statements(*rows: tuple[int, str, float]) -> list[ScoredSentence]:
     """Scored statements numbered in passage order, as score_sentences gives them."""
     positions: dict[int, int] = {}

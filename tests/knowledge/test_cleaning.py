@@ -35,3 +35,22 @@ def test_it_removes_boilerplate_and_normalises_whitespace():
 def test_it_leaves_code_blocks_alone():
     body = "```\nx  =   1\n\n\n```\n"
     assert "x  =   1" in normalise_whitespace(body)
+
+
+def test_page_furniture_is_dropped_by_its_shape_and_content_with_links_is_kept():
+    body = (
+        "# Exporting data\n\n[Home](/) › [Guides](/guides) › [Export](/guides/export)\n\n## Contents\n\n"
+        "- [Formats](#formats)\n- [Schedules](#schedules)\n- [Limits](#limits)\n\n## Formats\n\n"
+        "Exports come as CSV or JSON. Read [the schema](/guides/schema) before importing them elsewhere.\n\n"
+        "[Sample export](/files/sample.csv)\n\n- Large exports are split into parts.\n- See [Limits](#limits) for sizes.\n\n"
+        "[Share on Mastodon](https://example.social/share) · [Share by e-mail](mailto:?subject=Export)\n\n"
+        "```\n- [not](furniture)\n- [but](code)\n```\n"
+    )
+    cleaned = clean_markdown(body)
+    assert "Home" not in cleaned and "Guides" not in cleaned  # breadcrumbs
+    assert "Schedules" not in cleaned  # a list of nothing but links: a table of contents
+    assert "Mastodon" not in cleaned  # share links
+    assert "Exports come as CSV or JSON." in cleaned and "the schema" in cleaned
+    assert "Sample export" in cleaned  # one link alone on its line may be content
+    assert "Large exports are split into parts." in cleaned and "for sizes" in cleaned  # a list with words
+    assert "- [not](furniture)" in cleaned  # code is kept as written

@@ -1,0 +1,377 @@
+"""Train the answer model: a cross-encoder that scores (question, "heading: statement") for "this statement
+answers the question", the pairs the reader and the reranking already read.
+
+It starts from the shipped int8 reranker (ms-marco-MiniLM-L-12-v2) turned back into float weights: one scale
+per weight tensor with zero point 0 for the int8 matrices, a scale and a zero point for the uint8 embeddings.
+A student keeps every second of its 12 layers, is fine-tuned on lab/datasets/answers/train.jsonl (public sets
+with statement-level labels; negatives are statements of the same page that do not answer), exported to ONNX
+and quantised to int8 per tensor, as the reranker was. The dev and test splits (other pages) measure it beside
+the shipped reranker. Deterministic: fixed seeds, fixed sampling, deterministic torch kernels, no download.
+
+    python -m lab.answer_training --out knowledge/answer_model            # ~30 min on 2 cores
+
+Torch, transformers and onnx are needed here only; serving runs the exported file with onnxruntime.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import random
+import shutil
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from knowledge.rerank import PACKAGED_RERANKER, CrossEncoder, resolve_reranker_dir
+from lab.errors import AnswerDataError
+from lab.jsonl import json_lines
+
+DATA = Path(__file__).resolve().parent / "datasets" / "answers"
+MODEL_FILE = "model.onnx"
+METRICS_FILE = "metrics.json"
+
+
+@dataclass(frozen=True)
+class Group:
+    """One question and the statements of its page, with the indices of those that answer it."""
+
+    source: str
+    page: str
+    question: str
+    statements: tuple[str, ...]  # "heading: text", as the reader reads a statement
+    answers: frozenset[int]
+
+
+def load_groups(path: Path) -> list[Group]:
+    groups = []
+    for row, where in json_lines(path, AnswerDataError):
+        try:
+            group = Group(
+                source=row["source"].split(":")[0],
+                page=row["page"],
+                question=row["question"],
+                statements=tuple(f"{heading}: {text}" for heading, text in row["statements"]),
+                answers=frozenset(row["answers"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise AnswerDataError(f"{where}: not a question row of lab.answer_sources ({exc!r})") from None
+        if not group.answers or max(group.answers) >= len(group.statements) or min(group.answers) < 0:
+            raise AnswerDataError(f"{where}: its answers must index its statements")
+        groups.append(group)
+    return groups
+
+
+def float_weights(onnx_path: Path) -> dict[str, np.ndarray]:
+    """The int8 ONNX cross-encoder's weights as float arrays under the names `BertForSequenceClassification`
+    uses. Matrices are found through the MatMulInteger nodes that read them (the node's name is the module's
+    path), transposed from ONNX's [in, out] to torch's [out, in]."""
+    import onnx
+    from onnx import numpy_helper
+
+    graph = onnx.load(str(onnx_path)).graph
+    stored = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
+    weights: dict[str, np.ndarray] = {}
+    for name, value in stored.items():
+        if value.dtype == np.float32 and not name.endswith("_scale") and value.ndim >= 1:
+            weights[name] = value
+    for name in list(stored):
+        if name.endswith(".weight_quantized") and "embeddings" in name:  # uint8, scale and zero point
+            base = name.removesuffix("_quantized")
+            quantised = stored[name].astype(np.float32) - stored[f"{base}_zero_point"].astype(np.float32)
+            weights[base] = quantised * stored[f"{base}_scale"]
+    for node in graph.node:
+        if node.op_type != "MatMulInteger":
+            continue
+        matrix = node.input[1]
+        base = matrix.removesuffix("_quantized")
+        if float(stored[f"{base}_zero_point"]) != 0.0:
+            raise ValueError(f"{matrix}: expected zero point 0 for an int8 weight")
+        module = node.name.strip("/").rsplit("/", 1)[0].replace("/", ".")
+        weights[f"{module}.weight"] = (stored[matrix].astype(np.float32) * stored[f"{base}_scale"]).T.copy()
+    return weights
+
+
+def bert_config(layers: int, *, hidden: int = 384, heads: int = 12, intermediate: int = 1536) -> Any:
+    from transformers import BertConfig
+
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=intermediate,
+        max_position_embeddings=512,
+        type_vocab_size=2,
+    )
+    config.num_labels = 1  # one logit: answers or not, as the reranker's head
+    return config
+
+
+def student_of_reranker(model_dir: Path, keep: Sequence[int]) -> Any:
+    """A BertForSequenceClassification with the reranker's embeddings, head and the layers in `keep`
+    (renumbered from 0). Refuses weights that do not fit exactly: a missing key would start untrained."""
+    import torch
+    from transformers import BertForSequenceClassification
+
+    weights = float_weights(model_dir / MODEL_FILE)
+    renamed: dict[str, Any] = {}
+    for name, value in weights.items():
+        if ".encoder.layer." in name:
+            prefix, rest = name.split(".encoder.layer.", 1)
+            number, tail = rest.split(".", 1)
+            if int(number) not in keep:
+                continue
+            name = f"{prefix}.encoder.layer.{list(keep).index(int(number))}.{tail}"
+        renamed[name] = torch.from_numpy(np.array(value))
+    model = BertForSequenceClassification(bert_config(len(keep)))
+    missing, unexpected = model.load_state_dict(renamed, strict=False)
+    missing = [m for m in missing if not m.endswith("position_ids")]
+    if missing or unexpected:
+        raise ValueError(f"reranker weights do not fit: missing {missing}, unexpected {unexpected}")
+    return model
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    epochs: int = 1
+    groups_per_step: int = 4
+    statements_per_group: int = 8
+    learning_rate: float = 4e-5
+    warmup: float = 0.05
+    max_tokens: int = 128
+    seed: int = 13
+
+
+def sample_statements(group: Group, size: int, rng: random.Random) -> list[tuple[str, float]]:
+    """Every answering statement (at most half the sample) and a fixed-seed draw of the others."""
+    answers = sorted(group.answers)[: max(1, size // 2)]
+    others = [i for i in range(len(group.statements)) if i not in group.answers]
+    rng.shuffle(others)
+    chosen = answers + others[: size - len(answers)]
+    return [(group.statements[i], 1.0 if i in group.answers else 0.0) for i in chosen]
+
+
+def train(model: Any, tokenizer_path: Path, groups: list[Group], plan: TrainingPlan, log: Callable[[str], None]) -> Any:
+    """Fine-tune on question groups: a listwise loss (the answering statements should take the softmax's mass
+    among their page's statements) plus a pointwise logistic loss, so that the score also means something
+    on its own (the decision compares it across questions)."""
+    import torch
+    from tokenizers import Tokenizer
+
+    torch.manual_seed(plan.seed)
+    torch.use_deterministic_algorithms(True)
+    tokenizer = Tokenizer.from_file(str(tokenizer_path))
+    tokenizer.enable_truncation(plan.max_tokens, strategy="only_second")
+    tokenizer.enable_padding()
+    rng = random.Random(plan.seed)
+    steps_per_epoch = math.ceil(len(groups) / plan.groups_per_step)
+    total = steps_per_epoch * plan.epochs
+    optimiser = torch.optim.AdamW(model.parameters(), lr=plan.learning_rate, weight_decay=0.01)
+    warmup = max(1, int(total * plan.warmup))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimiser, lambda step: min((step + 1) / warmup, max(0.0, (total - step) / max(1, total - warmup)))
+    )
+    model.train()
+    started = time.monotonic()
+    step = 0
+    for _epoch in range(plan.epochs):
+        order = list(range(len(groups)))
+        rng.shuffle(order)
+        for start in range(0, len(order), plan.groups_per_step):
+            batch = [
+                sample_statements(groups[i], plan.statements_per_group, rng)
+                for i in order[start : start + plan.groups_per_step]
+            ]
+            questions = [groups[i].question for i in order[start : start + plan.groups_per_step]]
+            pairs = [(q, text) for q, sample in zip(questions, batch, strict=True) for text, _ in sample]
+            labels = torch.tensor([label for sample in batch for _, label in sample])
+            encoded = tokenizer.encode_batch(pairs)
+            feed = {
+                "input_ids": torch.tensor([e.ids for e in encoded]),
+                "attention_mask": torch.tensor([e.attention_mask for e in encoded]),
+                "token_type_ids": torch.tensor([e.type_ids for e in encoded]),
+            }
+            logits = model(**feed).logits[:, 0]
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels)
+            offset = 0
+            for sample in batch:
+                z = logits[offset : offset + len(sample)]
+                y = labels[offset : offset + len(sample)]
+                offset += len(sample)
+                loss = loss + (torch.logsumexp(z, 0) - torch.logsumexp(z[y > 0], 0)) / len(batch)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimiser.step()
+            schedule.step()
+            optimiser.zero_grad()
+            step += 1
+            if step % 50 == 0 or step == total:
+                rate = step * plan.groups_per_step * plan.statements_per_group / (time.monotonic() - started)
+                log(f"step {step}/{total}  loss {loss.item():.3f}  {rate:.0f} pairs/s")
+    model.eval()
+    return model
+
+
+def export_int8(model: Any, tokenizer_path: Path, out: Path) -> str:
+    """ONNX with the reranker's inputs and output (`logits`), quantised to int8 with one scale per tensor
+    (onnxruntime's dynamic quantisation); returns the SHA-256 of the file written."""
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    out.mkdir(parents=True, exist_ok=True)
+    staging = out / "model.float.onnx"
+    dummy = {
+        "input_ids": torch.ones(2, 12, dtype=torch.long),
+        "attention_mask": torch.ones(2, 12, dtype=torch.long),
+        "token_type_ids": torch.zeros(2, 12, dtype=torch.long),
+    }
+    dynamic = {name: {0: "batch", 1: "tokens"} for name in dummy}
+
+    class Logits(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).logits
+
+    torch.onnx.export(
+        Logits(model),
+        (dummy["input_ids"], dummy["attention_mask"], dummy["token_type_ids"]),
+        str(staging),
+        input_names=list(dummy),
+        output_names=["logits"],
+        dynamic_axes={**dynamic, "logits": {0: "batch"}},
+        opset_version=17,
+        dynamo=False,
+    )
+    quantize_dynamic(str(staging), str(out / MODEL_FILE), weight_type=QuantType.QInt8, per_channel=False)
+    staging.unlink()
+    shutil.copyfile(tokenizer_path, out / "tokenizer.json")
+    digest = hashlib.sha256((out / MODEL_FILE).read_bytes()).hexdigest()
+    (out / f"{MODEL_FILE}.sha256").write_text(f"{digest}  {MODEL_FILE}\n")
+    return digest
+
+
+def export_agreement(model: Any, exported: CrossEncoder, groups: list[Group], tokenizer_path: Path) -> float:
+    """Pearson correlation of the exported int8 file's scores with the float model's, over the statements of
+    `groups` (batches of many lengths): the export must score as the model it came from."""
+    import torch
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(tokenizer_path))
+    tokenizer.enable_truncation(exported.max_tokens, strategy="only_second")
+    tokenizer.enable_padding()
+    floats, int8 = [], []
+    for group in groups:
+        encoded = tokenizer.encode_batch([(group.question, s) for s in group.statements])
+        with torch.no_grad():
+            logits = model(
+                input_ids=torch.tensor([e.ids for e in encoded]),
+                attention_mask=torch.tensor([e.attention_mask for e in encoded]),
+                token_type_ids=torch.tensor([e.type_ids for e in encoded]),
+            ).logits[:, 0]
+        floats += logits.tolist()
+        int8 += exported.score(group.question, list(group.statements)).tolist()
+    return float(np.corrcoef(floats, int8)[0, 1])
+
+
+def _auc(positive: list[float], negative: list[float]) -> float:
+    if not positive or not negative:
+        return float("nan")
+    scores = np.array(positive + negative)
+    ranks = scores.argsort().argsort() + 1.0
+    return float(
+        (ranks[: len(positive)].sum() - len(positive) * (len(positive) + 1) / 2) / (len(positive) * len(negative))
+    )
+
+
+def statement_metrics(model: CrossEncoder, groups: list[Group]) -> dict[str, dict[str, float]]:
+    """Per source and overall: how often the top-scored statement of a page answers (precision@1), the
+    mean reciprocal rank of the first answering one, and the ROC AUC of answering against the other
+    statements, pooled across questions (the decision compares scores across questions)."""
+    per: dict[str, dict[str, list[float]]] = defaultdict(lambda: {"p1": [], "rr": [], "pos": [], "neg": []})
+    for group in groups:
+        scores = model.score(group.question, list(group.statements)).tolist()
+        ranked = sorted(range(len(scores)), key=lambda i: -scores[i])
+        first = next(rank for rank, i in enumerate(ranked, 1) if i in group.answers)
+        for key in (group.source, "all"):
+            per[key]["p1"].append(1.0 if ranked[0] in group.answers else 0.0)
+            per[key]["rr"].append(1.0 / first)
+            per[key]["pos"] += [scores[i] for i in group.answers]
+            per[key]["neg"] += [s for i, s in enumerate(scores) if i not in group.answers]
+    return {
+        key: {
+            "questions": len(v["p1"]),
+            "precision_at_1": round(float(np.mean(v["p1"])), 4),
+            "mrr": round(float(np.mean(v["rr"])), 4),
+            "auc": round(_auc(v["pos"], v["neg"]), 4),
+        }
+        for key, v in sorted(per.items())
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, required=True, help="folder for model.onnx, tokenizer.json, metrics")
+    parser.add_argument("--data", type=Path, default=DATA, help="folder with train/dev/test.jsonl")
+    parser.add_argument("--layers", default="1,3,5,7,9,11", help="reranker layers the student keeps")
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--limit", type=int, default=0, help="train on the first N groups only (tests)")
+    parser.add_argument(
+        "--tiny-random", action="store_true", help="a 1-layer randomly initialised model (tests of the plumbing)"
+    )
+    args = parser.parse_args(argv)
+
+    import torch
+
+    torch.set_num_threads(2)
+    reranker_dir = resolve_reranker_dir(PACKAGED_RERANKER)
+    tokenizer_path = reranker_dir / "tokenizer.json"
+    if args.tiny_random:
+        from transformers import BertForSequenceClassification
+
+        torch.manual_seed(0)
+        model = BertForSequenceClassification(bert_config(1, hidden=32, heads=2, intermediate=64))
+    else:
+        model = student_of_reranker(reranker_dir, [int(n) for n in args.layers.split(",")])
+    groups = load_groups(args.data / "train.jsonl")
+    if args.limit:
+        groups = groups[: args.limit]
+    plan = TrainingPlan(epochs=args.epochs)
+    started = time.monotonic()
+    train(model, tokenizer_path, groups, plan, log=print)
+    minutes = (time.monotonic() - started) / 60
+    digest = export_int8(model, tokenizer_path, args.out)
+    trained = CrossEncoder(args.out, max_tokens=plan.max_tokens)
+    shipped = CrossEncoder(reranker_dir, max_tokens=plan.max_tokens)
+    metrics: dict[str, Any] = {
+        "sha256": digest,
+        "train_groups": len(groups),
+        "train_minutes": round(minutes, 1),
+        "export_pearson": round(
+            export_agreement(model, trained, load_groups(args.data / "dev.jsonl")[:20], tokenizer_path), 4
+        ),
+    }
+    for split in ("dev", "test"):
+        held_out = load_groups(args.data / f"{split}.jsonl")
+        if args.limit:
+            held_out = held_out[: args.limit]
+        metrics[split] = {
+            "answer_model": statement_metrics(trained, held_out),
+            "reranker": statement_metrics(shipped, held_out),
+        }
+    (args.out / METRICS_FILE).write_text(json.dumps(metrics, indent=2) + "\n")
+    print(json.dumps(metrics, indent=2))
+
+
+if __name__ == "__main__":
+    main()

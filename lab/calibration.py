@@ -1,5 +1,8 @@
 """Fitting the abstention decision on labelled questions: answerable ones the collection covers, and
-related-but-unanswerable ones it does not. Each signal, and the fitted probability, gets its ROC AUC and
+related-but-unanswerable ones it does not. Each question is also read as a reply would be: the decision is
+fitted to tell the questions the reader answers right (an answerable question whose reply states the fact
+the set names, where it names one) from all others, since a confident reply without the fact is as
+wrong as an answer to an unanswerable question. Each signal, and the fitted probability, gets its ROC AUC and
 trade-off table."""
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ from pathlib import Path
 from django.conf import settings
 from django.utils import timezone
 
-from answering.evidence.gather import gather_evidence
+from answering.evidence.gather import FoundEvidence, gather_evidence
 from answering.question import DEFAULT_POLICY
+from answering.read.reader import as_reply, choose_statements, quoted_units
 from answering.services import TurnServices
 from knowledge.models import Collection
 from knowledge.scope import VISIBLE_AUDIENCES
@@ -37,6 +41,17 @@ class LabelledQuestion:
     answerable: bool
     article: str | None
     asked_on: date | None = None  # the versions in force then; None: today
+    answer: str | None = None  # the fact a right reply states, where the set names one
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A labelled question as calibration saw it: its signals, whether it is answerable, and whether the
+    reader's reply to it is right (answerable, and stating its fact where the set names one)."""
+
+    signals: dict[str, float]
+    answerable: bool
+    right: bool
 
 
 def read_calibration_set(path: Path) -> list[LabelledQuestion]:
@@ -56,7 +71,16 @@ def read_calibration_set(path: Path) -> list[LabelledQuestion]:
             raise CalibrationError(f"{path}:{number}: question must be text and answerable true or false.")
         if audience not in VISIBLE_AUDIENCES:
             raise CalibrationError(f"{path}:{number}: unknown audience {audience!r}.")
-        questions.append(LabelledQuestion(question, audience, answerable, record.get("article")))
+        answer = record.get("answer")
+        questions.append(
+            LabelledQuestion(
+                question,
+                audience,
+                answerable,
+                record.get("article"),
+                answer=answer if isinstance(answer, str) else None,
+            )
+        )
     if not any(q.answerable for q in questions) or all(q.answerable for q in questions):
         raise CalibrationError(f"{path} needs both answerable and unanswerable questions.")
     return questions
@@ -82,7 +106,8 @@ def labelled_set(spec: str, default_collection: str) -> tuple[str, list[Labelled
         raise CalibrationError(f"No collection {name!r} for {spec}; ingest it first, or name one after '@'.") from None
 
 
-def signals_for(question: LabelledQuestion, collection: Collection, services: TurnServices) -> dict[str, float]:
+def ask(question: LabelledQuestion, collection: Collection, services: TurnServices) -> Asked:
+    """The question's signals, and whether the reply the reader makes from the same evidence is right."""
     found = gather_evidence(
         question.question,
         collection=collection,
@@ -93,7 +118,18 @@ def signals_for(question: LabelledQuestion, collection: Collection, services: Tu
         services=services,
         watch=Stopwatch(),
     )
-    return found.signals
+    return Asked(found.signals, question.answerable, question.answerable and _reads_right(question, found, services))
+
+
+def _reads_right(question: LabelledQuestion, found: FoundEvidence, services: TurnServices) -> bool:
+    chosen = choose_statements(found.scored, embed=services.embedder.encode)
+    if not chosen:
+        return False
+    # Without a fact to look for, an answerable question counts as read right: which of several relevant
+    # articles the reply quotes is no measure (StackFAQ lists many answers to one question).
+    return (
+        question.answer is None or question.answer.casefold() in as_reply(quoted_units(found.scored, chosen)).casefold()
+    )
 
 
 def calibrate(
@@ -102,15 +138,16 @@ def calibrate(
     services: TurnServices,
     *,
     progress: Callable[[int, int], None] | None = None,
-) -> list[tuple[dict[str, float], bool]]:
-    """Every question's signals and label."""
+) -> list[Asked]:
+    """Every question as asked: its signals and labels."""
     rows = []
     for done, question in enumerate(questions, start=1):
-        rows.append((signals_for(question, collection, services), question.answerable))
+        rows.append(ask(question, collection, services))
         if progress:
             progress(done, len(questions))
     return rows
 
 
-def pairs_of(rows: list[tuple[dict[str, float], bool]], signal: str) -> list[tuple[float, bool]]:
-    return [(signals[signal], answerable) for signals, answerable in rows]
+def pairs_of(rows: list[Asked], signal: str) -> list[tuple[float, bool]]:
+    """A signal's value for every question, with whether the reader's reply to it is right."""
+    return [(row.signals[signal], row.right) for row in rows]

@@ -143,7 +143,7 @@ def threshold_experiment(
     against share of unanswerable ones answered."""
     model = answer_model(collection)
     rows = calibrate(questions, collection, services, progress=progress)
-    scores = [(model.probability(signals), answerable) for signals, answerable in rows]
+    scores = [(model.probability(row.signals), row.answerable) for row in rows]
     return tradeoff(scores), scores
 
 

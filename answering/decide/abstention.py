@@ -7,7 +7,12 @@ Signals, each computed the same way on any collection:
 - passage_top: the cross-encoder logit of the best reranked passage;
 - dense_top, dense_secondary_top: the best cosine of each dense model (MiniLM, bge-small);
 - agreement: the share of stages (BM25, each dense model, the reranker) whose first hit is the turn's first;
-- coverage: the share of the question's content words (stemmed) that the top passage contains.
+- coverage: the share of the question's content words (stemmed) that the top passage contains;
+- sentence_margin: how far the best statement stands above the best of any other passage (one section
+  answers, rather than several touching the topic);
+- asked_for: whether the best statement holds the kind of thing the question asks for (a duration, an amount,
+  a time, a procedure), 1 when the question asks for none of these;
+- numbers_agree: whether every number the question names is in the top passage.
 
 The model is fitted with both classes weighted equally, so its probability does not lean on the share of
 unanswerable questions in the set it was fitted on: a collection's share is unknown until it is labelled.
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import cache
@@ -28,13 +34,25 @@ from typing import Any
 import numpy as np
 
 from answering.errors import AbstentionModelError
-from answering.ground.claims import content_words
+from answering.ground.claims import content_words, numbers_in
 from knowledge.query import identifiers
 from knowledge.stages import RANKING_STAGES, Stage
 from knowledge.stemming import stems
 
 PROBABILITY = "answer_probability"  # the signal a calibrated decision is stored under
-SIGNALS = ("sentence_top", "passage_top", "dense_top", "dense_secondary_top", "agreement", "coverage")
+SIGNALS = (
+    "sentence_top",
+    "passage_top",
+    "dense_top",
+    "dense_secondary_top",
+    "agreement",
+    "coverage",
+    "sentence_margin",
+    "asked_for",
+    "numbers_agree",
+)
+# A margin wider than this says no more: one section answers.
+MAX_MARGIN = 8.0
 AGREEMENT_STAGES = (*RANKING_STAGES, Stage.RERANK)
 DEFAULT_MODEL = Path(__file__).resolve().parent / "abstention_default.json"
 # Where a signal could not be computed (no hits, a stage switched off): the weakest value it takes.
@@ -75,8 +93,61 @@ class HitSignals:
     stages: Mapping[str, tuple[int, float]]
 
 
-def signals_of(question: str, hits: Sequence[HitSignals], sentence_top: float | None) -> dict[str, float]:
-    """The decision's inputs for one turn: hits as the turn ranked them, the best statement's logit."""
+@dataclass(frozen=True)
+class BestStatements:
+    """What the decision reads of the scored statements: the best one (its logit, text and whether it is a
+    step or announces one) and the best logit of any other passage."""
+
+    top: float
+    text: str
+    procedure: bool
+    other_passage: float | None
+
+
+# What a question asks for, from its interrogative, and how a statement that holds it looks. Question words
+# of English, not of any collection; a question that matches none asks for nothing in particular.
+_TIME_UNIT = r"(minutes?|hours?|days?|weeks?|months?|years?|business days?|working days?)"
+_DURATION = re.compile(
+    rf"\b(\d+|one|two|three|four|five|six|seven|eight|nine|ten|a few|same|next)[\s-]+{_TIME_UNIT}\b|"
+    r"\b(immediately|instantly|straight away|right away|overnight)\b",
+    re.IGNORECASE,
+)
+_AMOUNT = re.compile(r"[$£€¥]\s?\d|\d\s?(%|usd|eur|gbp)\b|\bfree\b|\bno (charge|cost|fee)\b", re.IGNORECASE)
+_TIME = re.compile(
+    r"\b(\d{1,2}(:\d{2})?\s?(am|pm)|\d{1,2}:\d{2}|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
+    r"january|february|march|april|may|june|july|august|september|october|november|december|"
+    r"within|after|before|once|until|as soon as|when)\b",
+    re.IGNORECASE,
+)
+_ASKS = (
+    ("duration", re.compile(r"\bhow (long|soon|many (minutes|hours|days|weeks|months|years|business days))\b", re.I)),
+    ("amount", re.compile(r"\bhow much\b|\bwhat (does|do|will) .{0,40}\bcost\b|\bwhat is the (price|fee)\b", re.I)),
+    ("time", re.compile(r"\bwhen\b|\bwhat (time|day|date)\b", re.I)),
+    ("procedure", re.compile(r"\bhow (do|can|should|would|could) (i|we|you)\b|\bhow to\b", re.I)),
+)
+
+
+def asked_kind(question: str) -> str | None:
+    """What the question asks for: "duration", "amount", "time", "procedure", or None."""
+    return next((kind for kind, pattern in _ASKS if pattern.search(question)), None)
+
+
+def holds_asked(question: str, statement: str, *, procedure: bool) -> bool:
+    """Whether a statement holds what the question asks for (always, when it asks for nothing named)."""
+    kind = asked_kind(question)
+    if kind == "duration":
+        return bool(_DURATION.search(statement))
+    if kind == "amount":
+        return bool(_AMOUNT.search(statement))
+    if kind == "time":
+        return bool(_TIME.search(statement) or _DURATION.search(statement))
+    if kind == "procedure":
+        return procedure
+    return True
+
+
+def signals_of(question: str, hits: Sequence[HitSignals], statements: BestStatements | None) -> dict[str, float]:
+    """The decision's inputs for one turn: hits as the turn ranked them, the best statements."""
     present = [s for s in AGREEMENT_STAGES if any(s in h.stages for h in hits)]
 
     def best(stage: str) -> float:
@@ -84,7 +155,11 @@ def signals_of(question: str, hits: Sequence[HitSignals], sentence_top: float | 
 
     top = hits[0] if hits else None
     agreeing = sum(1 for s in present if top is not None and top.stages.get(s, (0, 0.0))[0] == 1)
-    sentence = sentence_top if sentence_top is not None else LOWEST_LOGIT
+    sentence = statements.top if statements is not None else LOWEST_LOGIT
+    margin = (
+        MAX_MARGIN if statements is None or statements.other_passage is None else sentence - statements.other_passage
+    )
+    asked = statements is not None and holds_asked(question, statements.text, procedure=statements.procedure)
     # A stage that did not run reads as the one standing in for it.
     return {
         "sentence_top": sentence,
@@ -93,6 +168,9 @@ def signals_of(question: str, hits: Sequence[HitSignals], sentence_top: float | 
         "dense_secondary_top": best(Stage.DENSE_SECONDARY if Stage.DENSE_SECONDARY in present else Stage.DENSE),
         "agreement": agreeing / len(present) if present else 0.0,
         "coverage": coverage(question, top.text) if top is not None else 0.0,
+        "sentence_margin": max(0.0, min(MAX_MARGIN, margin)) if statements is not None else 0.0,
+        "asked_for": 1.0 if asked else 0.0,
+        "numbers_agree": float(top is not None and numbers_in(question) <= numbers_in(top.text)),
     }
 
 
@@ -217,14 +295,17 @@ def with_cuts(
     *,
     max_wrongly_answered: float = ANSWER_MAX_WRONG,
     suggest_reach: float = SUGGEST_REACH,
+    reach_rows: list[Row] | None = None,
 ) -> AnswerModel:
-    """The two cuts from a trade-off table. The answer cut is chosen for precision: the most answerable
-    questions answered while at most `max_wrongly_answered` of the unanswerable ones are. The suggest cut
-    is chosen for relevance: the strictest that still reaches `suggest_reach` of the answerable questions
-    (a suggestion to an unanswerable question is allowed: it says it is not sure)."""
+    """The two cuts from a trade-off table. The answer cut is chosen for precision: the most questions
+    answered right while at most `max_wrongly_answered` of the others are answered. The suggest cut is
+    chosen for relevance: the strictest that still reaches `suggest_reach` of the answerable questions, read
+    from `reach_rows` (the table over answerability) when given, else from `rows` (a suggestion to an
+    unanswerable question is allowed: it says it is not sure)."""
     cut = most_answered_within(rows, max_wrongly_answered).threshold
-    reaching = [r for r in rows if r.answered >= suggest_reach]
-    suggest = max((r.threshold for r in reaching), default=min(r.threshold for r in rows))
+    reach = reach_rows if reach_rows is not None else rows
+    reaching = [r for r in reach if r.answered >= suggest_reach]
+    suggest = max((r.threshold for r in reaching), default=min(r.threshold for r in reach))
     return replace(model, cut=cut, suggest_cut=min(suggest, cut))
 
 
@@ -257,6 +338,23 @@ def roc_auc(scores: list[tuple[float, bool]]) -> float:
         return float("nan")
     wins = sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives)
     return wins / (len(positives) * len(negatives))
+
+
+def cut_within_each(scores: Sequence[tuple[float, bool, str]], max_wrongly_answered: float) -> float:
+    """The answer cut over (score, right, group) rows that answers the most right questions while answering
+    at most `max_wrongly_answered` of each group's others: every collection the decision is fitted on holds
+    the bound, not only their pool (the strictest cut when none does)."""
+    by_group: dict[str, list[tuple[float, bool]]] = {}
+    for score, right, group in scores:
+        by_group.setdefault(group, []).append((score, right))
+    pooled = [(score, right) for score, right, _ in scores]
+    best: tuple[float, float] | None = None  # (share answered right, cut)
+    for threshold in sorted({score for score, _ in pooled}):
+        if all(rates_at(rows, threshold).wrongly_answered <= max_wrongly_answered for rows in by_group.values()):
+            answered = rates_at(pooled, threshold).answered
+            if best is None or answered >= best[0]:  # on a tie, the stricter cut
+                best = (answered, threshold)
+    return best[1] if best is not None else max(score for score, _ in pooled)
 
 
 def most_answered_within(rows: list[Row], max_wrongly_answered: float) -> Row:

@@ -10,7 +10,7 @@ from datetime import date
 
 from django.conf import settings
 
-from answering.decide.abstention import HitSignals, signals_of, unknown_codes
+from answering.decide.abstention import BestStatements, HitSignals, signals_of, unknown_codes
 from answering.evidence.context import Context, Evidence, Trust, assemble_context
 from answering.evidence.pointers import follow_pointer
 from answering.privacy.masking import without_placeholders
@@ -130,10 +130,24 @@ def gather_evidence(
         signals = signals_of(
             scoring_query,
             [HitSignals(rerank_passage(h.heading_path, h.chunk.text), _stage_scores(h)) for h in hits],
-            best_reading(scored),
+            best_statements(scored),
         )
     codes = unknown_codes(search_query, [f"{p.heading_path}\n{p.text}" for p in context.evidence])
     return FoundEvidence(hits, context, scored, signals, codes)
+
+
+def best_statements(scored: Sequence[ScoredSentence]) -> BestStatements | None:
+    """The best statement (alone or read after its predecessor) and the best of any other passage."""
+    if not scored:
+        return None
+    best = max(scored, key=lambda s: s.best_reading)
+    others = [s.best_reading for s in scored if s.passage != best.passage]
+    return BestStatements(
+        best.best_reading,
+        best.text,
+        best.step or best.statement.introduces,
+        max(others) if others else None,
+    )
 
 
 def _stage_scores(hit: Hit) -> dict[str, tuple[int, float]]:

@@ -8,10 +8,12 @@ import pytest
 from answering.decide.abstention import (
     SIGNALS,
     AnswerModel,
+    BestStatements,
     HitSignals,
     coverage,
     default_model,
     fit,
+    holds_asked,
     read_model,
     signals_of,
     unknown_codes,
@@ -30,14 +32,41 @@ def test_signals_read_every_stage_and_agreement():
             {"bm25": (2, 4.0), "dense": (2, 0.50), "dense_secondary": (1, 0.83), "rerank": (2, 1.0)},
         ),
     ]
-    signals = signals_of("how long do card refunds take?", hits, 5.5)
+    best = BestStatements(5.5, "Card refunds take 5 to 10 days.", False, 1.5)
+    signals = signals_of("how long do card refunds take?", hits, best)
     assert set(signals) == set(SIGNALS)
     assert signals["sentence_top"] == 5.5 and signals["passage_top"] == 6.2
     assert signals["dense_top"] == 0.71 and signals["dense_secondary_top"] == 0.83
     assert signals["agreement"] == 0.75  # three of four stages put the first hit first
     assert signals["coverage"] == 0.75  # "long", "card", "refund(s)" and "take" asked; "long" is not there
+    assert signals["sentence_margin"] == 4.0  # the best statement over the best of another passage
+    assert signals["asked_for"] == 1.0 and signals["numbers_agree"] == 1.0
     nothing = signals_of("anything", [], None)
     assert nothing["sentence_top"] < -10 and nothing["agreement"] == 0.0 and nothing["coverage"] == 0.0
+    assert nothing["asked_for"] == 0.0 and nothing["numbers_agree"] == 0.0
+    beside = BestStatements(5.5, "Refunds go back to the card you paid with.", False, None)
+    off = signals_of("how long do card refunds take for an order over 200?", hits, beside)
+    assert off["asked_for"] == 0.0  # a duration is asked, the best statement holds none
+    assert off["numbers_agree"] == 0.0  # "200" is not in the top passage
+    assert off["sentence_margin"] == 8.0  # no other passage scored: one section answers
+
+
+@pytest.mark.parametrize(
+    ("question", "statement", "procedure", "holds"),
+    [
+        ("how many days until my parcel arrives", "Parcels arrive in 3 to 5 business days.", False, True),
+        ("how many days until my parcel arrives", "Parcels are sent by tracked courier.", False, False),
+        ("what does express cost", "Express is $12 per order.", False, True),
+        ("how much is the membership", "Membership includes free returns.", False, True),
+        ("how much is the membership", "Members get early access.", False, False),
+        ("when is the shop open", "We open at 9am on weekdays.", False, True),
+        ("how do I close my account", "To close your account:", True, True),
+        ("how do I close my account", "Closed accounts cannot be reopened.", False, False),
+        ("is gift wrap available", "Gift wrap is not available.", False, True),
+    ],
+)
+def test_what_a_question_asks_for_is_read_from_its_question_word(question, statement, procedure, holds):
+    assert holds_asked(question, statement, procedure=procedure) is holds
 
 
 def test_coverage_compares_stems():

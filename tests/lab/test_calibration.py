@@ -8,7 +8,14 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
-from answering.decide.abstention import AnswerModel, most_answered_within, roc_auc, tradeoff, with_cuts
+from answering.decide.abstention import (
+    AnswerModel,
+    cut_within_each,
+    most_answered_within,
+    roc_auc,
+    tradeoff,
+    with_cuts,
+)
 from conversations.models import AbstentionThreshold
 from lab.calibration import SAMPLE_SETS, read_calibration_set
 from lab.errors import CalibrationError
@@ -32,6 +39,18 @@ def test_the_answer_cut_is_chosen_for_precision_and_the_suggest_cut_for_reach():
     assert [fitted.kind(p) for p in (0.85, 0.6, 0.2)] == ["answer", "suggest", "abstain"]
     # A decision stored before suggestions existed suggests nothing.
     assert AnswerModel.from_json({**model.as_json(), "suggest_cut": None}).kind(0.4) == "abstain"
+
+
+def test_the_answer_cut_holds_the_bound_on_each_collection_not_only_on_their_pool():
+    # Collection a: its wrong reply scores 0.7; collection b: its wrong reply scores 0.4.
+    scores = [
+        (0.9, True, "a"), (0.7, False, "a"), (0.6, True, "a"), (0.1, False, "a"),
+        (0.8, True, "b"), (0.5, True, "b"), (0.4, False, "b"), (0.2, False, "b"),
+    ]  # fmt: skip
+    pooled = most_answered_within(tradeoff([(s, r) for s, r, _ in scores]), 0.25).threshold
+    assert pooled == 0.5  # one of four others answered in the pool: half of collection a's
+    assert cut_within_each(scores, 0.25) == 0.8  # a at most a quarter of each collection's others
+    assert cut_within_each(scores, 0.5) == 0.5
 
 
 def test_the_calibration_set_is_checked_line_by_line(tmp_path: Path):

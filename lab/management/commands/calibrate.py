@@ -3,6 +3,7 @@
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from answering.decide.abstention import (
     PROBABILITY,
     SIGNALS,
     SUGGEST_REACH,
+    cut_within_each,
     fit,
     rates_at,
     read_model,
@@ -27,17 +29,15 @@ from answering.services import default_services
 from conversations.models import AbstentionThreshold
 from conversations.records.turns import answer_model
 from knowledge.models import Collection
-from lab.calibration import SAMPLE_SETS, LabelledQuestion, calibrate, labelled_set, pairs_of
+from lab.calibration import SAMPLE_SETS, Asked, LabelledQuestion, calibrate, labelled_set, pairs_of
 from lab.errors import CalibrationError
-
-Signals = list[tuple[dict[str, float], bool]]
 
 
 class Command(BaseCommand):
     help = (
-        "Fit the abstention decision on labelled questions (answerable vs related-but-unanswerable): prints "
-        "how the decision in force does on them, each signal's ROC AUC, and the fitted model's trade-off "
-        "table, then stores the model for the collection."
+        "Fit the abstention decision on labelled questions (answerable vs related-but-unanswerable; the "
+        "decision learns which ones the reader answers right): prints how the decision in force does on them, "
+        "each signal's ROC AUC, and the fitted model's trade-off table, then stores the model for the collection."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -57,8 +57,8 @@ class Command(BaseCommand):
             type=float,
             default=ANSWER_MAX_WRONG,
             metavar="SHARE",
-            help="The answer cut: the most answerable questions answered while at most this share (0–1) of the "
-            f"unanswerable ones are (default {ANSWER_MAX_WRONG})",
+            help="The answer cut: the most questions answered right while at most this share (0–1) of the others "
+            f"(unanswerable, or replied to without their fact) are answered (default {ANSWER_MAX_WRONG})",
         )
         parser.add_argument(
             "--suggest-reach",
@@ -107,7 +107,7 @@ class Command(BaseCommand):
         except Collection.DoesNotExist:
             raise CommandError(f"No collection {options['collection']!r}; ingest it first.") from None
 
-    def _ask(self, sets: list[tuple[str, list[LabelledQuestion], Collection]]) -> list[tuple[str, str, Signals]]:
+    def _ask(self, sets: list[tuple[str, list[LabelledQuestion], Collection]]) -> list[tuple[str, str, list[Asked]]]:
         services = default_services()
         asked = []
         for path, questions, collection in sets:
@@ -115,15 +115,16 @@ class Command(BaseCommand):
                 asked.append((path, collection.name, calibrate(questions, collection, services, progress=_ticker(bar))))
         return asked
 
-    def _read_signals(self, path: Path) -> list[tuple[str, str, Signals]]:
+    def _read_signals(self, path: Path) -> list[tuple[str, str, list[Asked]]]:
         """Signals written by an earlier --json: fitting again costs no question asked."""
         try:
             records = json.loads(path.read_text(encoding="utf-8"))
-            by_set: dict[tuple[str, str], Signals] = {}
+            by_set: dict[tuple[str, str], list[Asked]] = {}
             for record in records:
                 signals = {name: float(record["signals"][name]) for name in SIGNALS}
                 key = (str(record["dataset"]), str(record["collection"]))
-                by_set.setdefault(key, []).append((signals, bool(record["answerable"])))
+                answerable = bool(record["answerable"])
+                by_set.setdefault(key, []).append(Asked(signals, answerable, bool(record["right"])))
         except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             raise CommandError(f"--signals {path}: not signals written by calibrate --json ({exc})") from None
         for _, name in by_set:
@@ -146,16 +147,18 @@ class Command(BaseCommand):
         except AbstentionModelError as exc:
             raise CommandError(f"--decision: {exc}") from None
         asked = self._read_signals(options["signals"]) if options["signals"] else self._ask(sets)
-        rows: Signals = []
+        rows: list[Asked] = []
         groups: list[str] = []
         for path, name, found in asked:
-            answerable = sum(a for _, a in found)
+            answerable = sum(a.answerable for a in found)
             in_force = given or answer_model(Collection.objects.get(name=name))
-            now = rates_at([(in_force.probability(s), a) for s, a in found], in_force.cut)
+            now = rates_at([(in_force.probability(a.signals), a.answerable) for a in found], in_force.cut)
+            wrong = sum(in_force.probability(a.signals) >= in_force.cut and not a.right for a in found)
             self.stdout.write(
-                f"{path} on {name}: {answerable} answerable, {len(found) - answerable} unanswerable; "
-                f"the decision {'given' if given else 'in force'} ({in_force.fitted_on}, cut {in_force.cut:.3f}) "
-                f"answers {now.answered:.1%} of answerable and {now.wrongly_answered:.1%} of unanswerable questions"
+                f"{path} on {name}: {answerable} answerable ({sum(a.right for a in found)} read right), "
+                f"{len(found) - answerable} unanswerable; the decision {'given' if given else 'in force'} "
+                f"({in_force.fitted_on}, cut {in_force.cut:.3f}) answers {now.answered:.1%} of answerable and "
+                f"{now.wrongly_answered:.1%} of unanswerable questions, {wrong} of {len(found)} answered wrong"
             )
             rows.extend(found)
             groups.extend([name] * len(found))
@@ -163,9 +166,15 @@ class Command(BaseCommand):
             options["json"].write_text(
                 json.dumps(
                     [
-                        {"dataset": path, "collection": name, "signals": s, "answerable": a}
+                        {
+                            "dataset": path,
+                            "collection": name,
+                            "signals": a.signals,
+                            "answerable": a.answerable,
+                            "right": a.right,
+                        }
                         for path, name, found in asked
-                        for s, a in found
+                        for a in found
                     ],
                     indent=1,
                 )
@@ -174,21 +183,46 @@ class Command(BaseCommand):
             self.stdout.write(f"  {signal:<20} ROC AUC {roc_auc(pairs_of(rows, signal)):.3f}")
         try:
             # Each collection weighs the same in the fit, whatever the size of its labelled set.
-            model = fit(rows, groups=groups, fitted_on=" + ".join(f"{path}@{name}" for path, name, _ in asked))
+            model = fit(
+                [(a.signals, a.right) for a in rows],
+                groups=groups,
+                fitted_on=" + ".join(f"{path}@{name}" for path, name, _ in asked),
+            )
         except AbstentionModelError as exc:
             raise CommandError(str(exc)) from None
-        scores = [(model.probability(s), a) for s, a in rows]
+        scores = [(model.probability(a.signals), a.right) for a in rows]
+        reach = [(model.probability(a.signals), a.answerable) for a in rows]
         table = tradeoff(scores)
         model = with_cuts(
-            model, table, max_wrongly_answered=options["max_wrong"], suggest_reach=options["suggest_reach"]
+            model,
+            table,
+            max_wrongly_answered=options["max_wrong"],
+            suggest_reach=options["suggest_reach"],
+            reach_rows=tradeoff(reach),
         )
+        if len(set(groups)) > 1:
+            # With several collections, the answer cut holds the bound on each of them.
+            cut = cut_within_each(
+                [(p, a.right, g) for (p, _), a, g in zip(scores, rows, groups, strict=True)], options["max_wrong"]
+            )
+            model = replace(model, cut=cut, suggest_cut=min(model.suggests_from, cut))
         chosen = rates_at(scores, model.cut)
-        suggested = rates_at(scores, model.suggests_from)
+        suggested = rates_at(reach, model.suggests_from)
+        for name in dict.fromkeys(groups):
+            mine = [(p, a.right) for (p, _), a, g in zip(scores, rows, groups, strict=True) if g == name]
+            at = rates_at(mine, model.cut)
+            self.stdout.write(
+                f"  at the answer cut, {name}: {at.answered:.0%} of those read right answered, "
+                f"{at.wrongly_answered:.0%} of the others"
+            )
         self.stdout.write(f"\nfitted probability: ROC AUC {roc_auc(scores):.3f} (on the questions it was fitted on)")
-        self.stdout.write(f"  {'cut':>10} {'at or above it: answerable':>27} {'unanswerable':>13}")
+        self.stdout.write(f"  {'cut':>10} {'at or above it: read right':>27} {'others':>13}")
         step = max(1, len(table) // 15)
-        marks = {id(chosen): "  ← answer cut", id(suggested): "  ← suggest cut"}
-        for row in sorted([*table[::step], chosen, suggested], key=lambda r: r.threshold):
+        marks = {
+            id(chosen): "  ← answer cut",
+            id(at_suggest := rates_at(scores, model.suggests_from)): "  ← suggest cut",
+        }
+        for row in sorted([*table[::step], chosen, at_suggest], key=lambda r: r.threshold):
             self.stdout.write(
                 f"  {row.threshold:>10.3f} {row.answered:>27.0%} {row.wrongly_answered:>13.0%}{marks.get(id(row), '')}"
             )
@@ -213,7 +247,7 @@ class Command(BaseCommand):
         )
         self.stdout.write(
             f"\nStored for {target.name}: answer at a probability of {model.cut:.3f} or more (answers "
-            f"{chosen.answered:.0%} of answerable, {chosen.wrongly_answered:.0%} of unanswerable questions), suggest "
+            f"{chosen.answered:.0%} of those read right, {chosen.wrongly_answered:.0%} of the others), suggest "
             f"the section from {model.suggests_from:.3f} (answers or suggests {suggested.answered:.0%} of answerable, "
             f"{suggested.wrongly_answered:.0%} of unanswerable), below that say so."
         )

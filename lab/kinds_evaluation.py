@@ -27,6 +27,14 @@ class KindResult:
     answerable: bool
     decision: str
     relevant: bool  # answered or suggested, citing a relevant article
+    # Where the set names the fact a right reply states: answered or suggested with it. Else: as `relevant`.
+    reached: bool = False
+
+    @property
+    def confidently_wrong(self) -> bool:
+        """Answered, and not with what answers it: an unanswerable question, or an answerable one whose
+        answer lacks its fact (or, where the set names no fact, cites no relevant article)."""
+        return self.decision == "answered" and not self.reached
 
 
 @dataclass
@@ -50,6 +58,9 @@ class KindsEvaluation:
             ),
             "unanswerable_answered": share(sum(r.decision == "answered" for r in unanswerable), unanswerable),
             "unanswerable_suggested": share(sum(r.decision == "suggested" for r in unanswerable), unanswerable),
+            "reached": share(sum(r.reached for r in answerable), answerable),
+            "confident_wrong": sum(r.confidently_wrong for r in self.results),
+            "confident_wrong_share": share(sum(r.confidently_wrong for r in self.results), self.results),
         }
 
 
@@ -92,12 +103,11 @@ def evaluate_kinds(
         cited = {c.article for c in result.citations}
         wanted = {question.article} if question.article else set()
         wanted |= (relevant or {}).get(question.article or "", set())
+        relevant_reply = question.answerable and result.decision in ("answered", "suggested") and bool(cited & wanted)
+        stated = question.answer is None or question.answer.casefold() in result.reply.casefold()
         evaluation.results.append(
             KindResult(
-                question.question,
-                question.answerable,
-                result.decision,
-                question.answerable and result.decision in ("answered", "suggested") and bool(cited & wanted),
+                question.question, question.answerable, result.decision, relevant_reply, relevant_reply and stated
             )
         )
         if progress is not None:

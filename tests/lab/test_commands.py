@@ -83,9 +83,27 @@ def test_evaluate_kinds_asks_a_labelled_set_as_full_turns_and_counts_each_kind(h
     assert summary["questions"] == 3 and sum(summary["answerable"].values()) == 2
     assert summary["answerable_answered_or_suggested_relevant"] == 1.0, out
     assert summary["unanswerable"]["answered"] == 0 and "unanswerable_answered" in out
+    # Without facts in the set, a reply reaches the customer when it cites a relevant article.
+    assert summary["reached"] == 1.0 and summary["confident_wrong"] == 0 and "confident_wrong" in out
     assert Conversation.objects.filter(from_lab=True).count() == 3
     with pytest.raises(CommandError, match="needs --labelled"):
         run("evaluate", "kinds")
+
+
+def test_kinds_count_an_answer_without_its_fact_as_confidently_wrong():
+    from lab.kinds_evaluation import KindResult, KindsEvaluation
+
+    evaluation = KindsEvaluation(
+        [
+            KindResult("a", True, "answered", True, True),  # right
+            KindResult("b", True, "answered", True, False),  # the right article, not the fact
+            KindResult("c", True, "suggested", True, False),  # a suggestion claims nothing
+            KindResult("d", False, "answered", False, False),  # answered what the articles do not cover
+        ]
+    )
+    summary = evaluation.summary()
+    assert summary["confident_wrong"] == 2 and summary["confident_wrong_share"] == 0.5
+    assert summary["reached"] == round(1 / 3, 3)
 
 
 def test_evaluate_grounding_refuses_a_folder_without_evidence(tmp_path: Path):

@@ -185,6 +185,9 @@ class Command(BaseCommand):
             "answerable_answered_relevant",
             "unanswerable_answered",
             "unanswerable_suggested",
+            "reached",
+            "confident_wrong",
+            "confident_wrong_share",
         ):
             self.stdout.write(f"  {key:<42} {summary[key]}")
         if options["json"]:

@@ -117,7 +117,9 @@ def gather_evidence(
         scope = Scope(collection.pk, audience, "as_of", today)
         followed = follow_pointer(scoring_query, scored, context, scope, services.reranker)
         if followed is not None:
-            # The section pointed to is read right after the passage that points there.
+            # The section pointed to is read right after the passage that points there (moved up, when it
+            # was retrieved lower down).
+            evidence = [e for e in evidence if e.chunk_id != followed.chunk.pk]
             at = next(i for i, e in enumerate(evidence) if e.chunk_id == followed.pointed_from) + 1
             evidence.insert(at, chunk_evidence(followed.chunk, followed.score))
             context = context_of(evidence)

@@ -82,7 +82,8 @@ def follow_pointer(
         return None
     best = max(s.best_reading for s in scored)
     candidates = [s for s in scored if s.best_reading >= best - POINTER_MARGIN and s.kind != "row"]
-    given = {p.chunk_id for p in context.evidence if p.chunk_id is not None}
+    # The sections read already; one retrieved lower down, which the reader does not read, may be led to.
+    given = {p.chunk_id for s in scored if (p := context.passage(s.passage)) is not None and p.chunk_id is not None}
     reads = 0
     for pointer in sorted(candidates, key=lambda s: -s.best_reading):
         passage = context.passage(pointer.passage)

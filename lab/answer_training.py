@@ -148,6 +148,7 @@ class TrainingPlan:
     warmup: float = 0.05
     max_tokens: int = 128
     seed: int = 13
+    distillation: float = 1.0  # weight of the teacher's softmax, when there is a teacher
 
 
 def sample_statements(group: Group, size: int, rng: random.Random) -> list[tuple[str, float]]:
@@ -159,10 +160,19 @@ def sample_statements(group: Group, size: int, rng: random.Random) -> list[tuple
     return [(group.statements[i], 1.0 if i in group.answers else 0.0) for i in chosen]
 
 
-def train(model: Any, tokenizer_path: Path, groups: list[Group], plan: TrainingPlan, log: Callable[[str], None]) -> Any:
+def train(
+    model: Any,
+    tokenizer_path: Path,
+    groups: list[Group],
+    plan: TrainingPlan,
+    log: Callable[[str], None],
+    teacher: CrossEncoder | None = None,
+) -> Any:
     """Fine-tune on question groups: a listwise loss (the answering statements should take the softmax's mass
     among their page's statements) plus a pointwise logistic loss, so that the score also means something
-    on its own (the decision compares it across questions)."""
+    on its own (the decision compares it across questions). With a `teacher` (the shipped reranker), each
+    group's softmax is also drawn towards the teacher's (distillation): a smaller student keeps the
+    teacher's reading of relevance where the labels say nothing, and learns from them what answers."""
     import torch
     from tokenizers import Tokenizer
 
@@ -202,11 +212,15 @@ def train(model: Any, tokenizer_path: Path, groups: list[Group], plan: TrainingP
             logits = model(**feed).logits[:, 0]
             loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels)
             offset = 0
-            for sample in batch:
+            for question, sample in zip(questions, batch, strict=True):
                 z = logits[offset : offset + len(sample)]
                 y = labels[offset : offset + len(sample)]
                 offset += len(sample)
                 loss = loss + (torch.logsumexp(z, 0) - torch.logsumexp(z[y > 0], 0)) / len(batch)
+                if teacher is not None:
+                    taught = torch.log_softmax(torch.from_numpy(teacher.score(question, [t for t, _ in sample])), 0)
+                    kl = torch.sum(taught.exp() * (taught - torch.log_softmax(z, 0)))
+                    loss = loss + plan.distillation * kl / len(batch)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimiser.step()
@@ -326,6 +340,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--layers", default="1,3,5,7,9,11", help="reranker layers the student keeps")
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--limit", type=int, default=0, help="train on the first N groups only (tests)")
+    parser.add_argument("--groups", type=int, default=0, help="train on a fixed-seed sample of N groups")
+    parser.add_argument("--learning-rate", type=float, default=TrainingPlan.learning_rate)
+    parser.add_argument(
+        "--distill", action="store_true", help="also draw each group's scores towards the shipped reranker's"
+    )
     parser.add_argument(
         "--tiny-random", action="store_true", help="a 1-layer randomly initialised model (tests of the plumbing)"
     )
@@ -346,9 +365,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     groups = load_groups(args.data / "train.jsonl")
     if args.limit:
         groups = groups[: args.limit]
-    plan = TrainingPlan(epochs=args.epochs)
+    if args.groups:
+        groups = random.Random(TrainingPlan.seed).sample(groups, min(args.groups, len(groups)))
+    plan = TrainingPlan(epochs=args.epochs, learning_rate=args.learning_rate)
     started = time.monotonic()
-    train(model, tokenizer_path, groups, plan, log=print)
+    teacher = CrossEncoder(reranker_dir, max_tokens=plan.max_tokens) if args.distill else None
+    train(model, tokenizer_path, groups, plan, log=print, teacher=teacher)
     minutes = (time.monotonic() - started) / 60
     digest = export_int8(model, tokenizer_path, args.out)
     trained = CrossEncoder(args.out, max_tokens=plan.max_tokens)

@@ -6,14 +6,13 @@ Of each split's pages, about seven in ten are written as articles; the questions
 their fact the sentence SelQA marks as the answer. The questions about the other pages, of the same topics
 (countries, films, sports …), are asked of the same collection: related, and not answerable from it.
 
-    python -m lab.answer_collections --mirrors /work/.mirror     # writes lab/datasets/answers/collections/
+    python -m lab.answer_sources --mirrors /work/.mirror     # also writes lab/datasets/answers/collections/
     manage.py ingest lab/datasets/answers/collections/selqa-dev --collection selqa-dev
     manage.py calibrate --dataset lab/datasets/answers/collections/selqa-dev.jsonl@selqa-dev --dry-run
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import re
@@ -80,13 +79,3 @@ def build(mirrors: Path) -> dict[str, dict[str, int]]:
         answerable = sum(1 for i in mine if i["article"] in sections)
         counts[name] = {"articles": len(sections), "answerable": answerable, "unanswerable": len(mine) - answerable}
     return counts
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
-    print(build(parser.parse_args().mirrors))
-
-
-if __name__ == "__main__":
-    main()

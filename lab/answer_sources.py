@@ -10,7 +10,7 @@ reviews): the negatives are on-topic statements that do not answer, which is wha
 has to tell apart. Pages are split train / dev / test by a hash of the page, so no page is in two splits.
 See lab/datasets/answers/SOURCES.md.
 
-    python -m lab.answer_sources --mirrors /work/.mirror
+    python -m lab.answer_sources --mirrors /work/.mirror     # also the collections of lab.answer_collections
 """
 
 from __future__ import annotations
@@ -162,7 +162,12 @@ def build(mirrors: Path) -> dict[str, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
-    print(build(parser.parse_args().mirrors))
+    mirrors = parser.parse_args().mirrors
+    print(build(mirrors))
+    # The collections are built from the held-out pages of these splits (imported here: they import this).
+    from lab.answer_collections import build as build_collections
+
+    print(build_collections(mirrors))
 
 
 if __name__ == "__main__":

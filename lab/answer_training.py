@@ -139,6 +139,17 @@ def student_of_reranker(model_dir: Path, keep: Sequence[int]) -> Any:
     return model
 
 
+def pair_logits(model: Any, encoded: Sequence[Any]) -> Any:
+    """The model's logits (a torch tensor) for pairs the tokenizer encoded, padded to one width."""
+    import torch
+
+    return model(
+        input_ids=torch.tensor([e.ids for e in encoded]),
+        attention_mask=torch.tensor([e.attention_mask for e in encoded]),
+        token_type_ids=torch.tensor([e.type_ids for e in encoded]),
+    ).logits[:, 0]
+
+
 @dataclass(frozen=True)
 class TrainingPlan:
     epochs: int = 1
@@ -203,13 +214,7 @@ def train(
             questions = [groups[i].question for i in order[start : start + plan.groups_per_step]]
             pairs = [(q, text) for q, sample in zip(questions, batch, strict=True) for text, _ in sample]
             labels = torch.tensor([label for sample in batch for _, label in sample])
-            encoded = tokenizer.encode_batch(pairs)
-            feed = {
-                "input_ids": torch.tensor([e.ids for e in encoded]),
-                "attention_mask": torch.tensor([e.attention_mask for e in encoded]),
-                "token_type_ids": torch.tensor([e.type_ids for e in encoded]),
-            }
-            logits = model(**feed).logits[:, 0]
+            logits = pair_logits(model, tokenizer.encode_batch(pairs))
             loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels)
             offset = 0
             for question, sample in zip(questions, batch, strict=True):
@@ -286,14 +291,10 @@ def export_agreement(model: Any, exported: CrossEncoder, groups: list[Group], to
     tokenizer.enable_padding()
     floats, int8 = [], []
     for group in groups:
-        encoded = tokenizer.encode_batch([(group.question, s) for s in group.statements])
         with torch.no_grad():
-            logits = model(
-                input_ids=torch.tensor([e.ids for e in encoded]),
-                attention_mask=torch.tensor([e.attention_mask for e in encoded]),
-                token_type_ids=torch.tensor([e.type_ids for e in encoded]),
-            ).logits[:, 0]
-        floats += logits.tolist()
+            floats += pair_logits(
+                model, tokenizer.encode_batch([(group.question, s) for s in group.statements])
+            ).tolist()
         int8 += exported.score(group.question, list(group.statements)).tolist()
     return float(np.corrcoef(floats, int8)[0, 1])
 

@@ -15,7 +15,15 @@ import pytest
 from knowledge.rerank import PACKAGED_RERANKER, CrossEncoder, resolve_reranker_dir
 from lab.answer_sources import OUT as ANSWER_DATA
 from lab.answer_sources import split_of
-from lab.answer_training import MODEL_FILE, Group, load_groups, main, statement_metrics, student_of_reranker
+from lab.answer_training import (
+    MODEL_FILE,
+    Group,
+    load_groups,
+    main,
+    pair_logits,
+    statement_metrics,
+    student_of_reranker,
+)
 from lab.errors import AnswerDataError
 from lab.jsonl import json_lines
 
@@ -57,13 +65,8 @@ def test_the_reranker_turns_back_into_float_weights_that_score_as_it_does():
     ]
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     tokenizer.enable_padding()
-    encoded = tokenizer.encode_batch([(question, p) for p in passages])
     with torch.no_grad():
-        logits = model(
-            input_ids=torch.tensor([e.ids for e in encoded]),
-            attention_mask=torch.tensor([e.attention_mask for e in encoded]),
-            token_type_ids=torch.tensor([e.type_ids for e in encoded]),
-        ).logits[:, 0]
+        logits = pair_logits(model, tokenizer.encode_batch([(question, p) for p in passages]))
     shipped = CrossEncoder(folder).score(question, passages)
     assert np.corrcoef(logits.numpy(), shipped)[0, 1] > 0.99
     assert int(np.argmax(logits.numpy())) == int(np.argmax(shipped)) == 0

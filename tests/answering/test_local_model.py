@@ -72,6 +72,7 @@ def test_the_judge_reads_a_real_models_verdict_or_calls_it_malformed(local_model
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("answers_when_relevant")
 def test_a_turn_answered_by_a_real_local_model_ships_nothing_unsupported(helpcentre, embedder, local_model):
     turn_services = services(embedder)
     turn_services.model = local_model

@@ -175,6 +175,7 @@ def test_the_refund_tool_call_comes_back_as_its_arguments():
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("answers_when_relevant")
 def test_a_turn_answered_by_the_server_records_it_and_falls_back_when_it_fails(helpcentre, embedder):
     def cite(request: httpx2.Request) -> httpx2.Response:
         evidence = json.loads(request.content)["messages"][1]["content"]

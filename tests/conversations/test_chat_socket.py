@@ -93,6 +93,7 @@ async def ask(socket: WebsocketCommunicator, text: str, message_id: str) -> tupl
     return ack, reply, seen
 
 
+@pytest.mark.usefixtures("answers_when_relevant")
 async def test_a_question_streams_its_answer_then_a_reply_with_citations(helpcentre, channel_layer):
     socket = await open_chat()
     welcome = await hello(socket)
@@ -243,6 +244,7 @@ async def staff_session() -> tuple[AsyncClient, list[tuple[bytes, bytes]], Any]:
     return client, [ORIGIN, (b"cookie", cookie.encode())], user
 
 
+@pytest.mark.usefixtures("answers_when_relevant")
 async def test_a_referred_turn_reaches_the_queue_and_the_staff_reply_reaches_the_widget(
     helpcentre, embedder, channel_layer, monkeypatch
 ):

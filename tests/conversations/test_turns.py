@@ -29,6 +29,7 @@ def conversation(collection: Collection, audience: str = "public") -> Conversati
     return Conversation.objects.create(collection=collection, audience=audience)
 
 
+@pytest.mark.usefixtures("answers_when_relevant")
 def test_an_answerable_question_is_answered_from_the_right_article(helpcentre, embedder):
     chat = conversation(helpcentre)
     result = answer_turn(chat, REFUND_QUESTION, services=services(embedder))
@@ -46,6 +47,7 @@ def test_an_answerable_question_is_answered_from_the_right_article(helpcentre, e
     assert {"retrieve", "score_evidence", "ground", "total"} <= set(turn.latency_ms)
 
 
+@pytest.mark.usefixtures("answers_when_relevant")
 def test_the_reply_leads_with_the_answer_and_says_it_once(helpcentre, embedder):
     result = answer_turn(
         conversation(helpcentre), "How long will my refund take to show on my card?", services=services(embedder)
@@ -62,6 +64,7 @@ def test_the_reply_leads_with_the_answer_and_says_it_once(helpcentre, embedder):
     assert said and all(s["text"] in result.reply for s in said)
 
 
+@pytest.mark.usefixtures("answers_when_relevant")
 def test_a_code_is_answered_with_its_heading_and_stays_grounded(helpcentre, embedder):
     result = answer_turn(conversation(helpcentre), "what does error E4012 mean?", services=services(embedder))
     assert result.decision == "answered", result
@@ -85,6 +88,7 @@ def test_a_question_the_help_centre_cannot_answer_abstains(helpcentre, embedder)
     assert result.citations == []
 
 
+@pytest.mark.usefixtures("answers_when_relevant")
 def test_a_claim_with_the_wrong_number_is_cut_and_the_turn_referred(helpcentre, embedder):
     api = claude_says("Refunds reach your card in 2 to 3 business days after approval. [1]")
     chat = conversation(helpcentre)
@@ -117,6 +121,7 @@ def cite_the_passage_saying(fact: str, reply: str) -> Callable[[httpx2.Request],
     return respond
 
 
+@pytest.mark.usefixtures("answers_when_relevant")
 def test_a_correct_paraphrase_passes(helpcentre, embedder):
     paraphrase = "Once the refund is approved, expect it on your card statement within 5 to 10 business days. [{n}]"
     api = FakeModelAPI([cite_the_passage_saying("5 to 10 business days", paraphrase)])
@@ -126,6 +131,7 @@ def test_a_correct_paraphrase_passes(helpcentre, embedder):
     assert result.claims[0].tier in {"similarity", "support_verifier"}
 
 
+@pytest.mark.usefixtures("answers_when_relevant")
 def test_a_citation_to_a_passage_that_was_not_given_fails(helpcentre, embedder):
     api = claude_says("Card refunds take 5 to 10 business days. [42]")
     result = answer_turn(conversation(helpcentre), REFUND_QUESTION, services=services(embedder, api=api))
@@ -133,6 +139,7 @@ def test_a_citation_to_a_passage_that_was_not_given_fails(helpcentre, embedder):
     assert result.claims[0].reason == "cites a passage that was not given"
 
 
+@pytest.mark.usefixtures("answers_when_relevant")
 def test_the_request_to_claude_carries_policy_labels_and_fenced_evidence(helpcentre, embedder):
     api = claude_says("Card refunds take 5 to 10 business days after approval. [1]")
     deltas: list[str] = []
@@ -147,6 +154,7 @@ def test_the_request_to_claude_carries_policy_labels_and_fenced_evidence(helpcen
     assert "".join(deltas) == "Card refunds take 5 to 10 business days after approval. [1]"
 
 
+@pytest.mark.usefixtures("answers_when_relevant")
 def test_claude_failing_falls_back_to_the_extractive_generator(helpcentre, embedder):
     overloaded = [error_response(529, "overloaded_error", "Overloaded") for _ in range(3)]
     api = FakeModelAPI(overloaded)

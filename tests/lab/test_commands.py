@@ -35,6 +35,10 @@ def test_calibrate_fits_the_decision_prints_its_tradeoff_and_stores_it(helpcentr
     given = run("calibrate", "--signals", str(tmp_path / "signals.json"), "--decision", str(tmp_path / "m.json"))
     assert f"the decision given ({read_model(tmp_path / 'm.json').fitted_on}" in given
     AbstentionThreshold.objects.all().delete()
+    old = [{k: v for k, v in r.items() if k != "right"} for r in json.loads((tmp_path / "signals.json").read_text())]
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    with pytest.raises(CommandError, match="no 'right' field"):
+        run("calibrate", "--signals", str(tmp_path / "old.json"))
     (tmp_path / "junk.json").write_text("[{}]")
     with pytest.raises(CommandError, match="not signals written by calibrate --json"):
         run("calibrate", "--signals", str(tmp_path / "junk.json"))

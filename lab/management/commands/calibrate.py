@@ -124,6 +124,11 @@ class Command(BaseCommand):
                 signals = {name: float(record["signals"][name]) for name in SIGNALS}
                 key = (str(record["dataset"]), str(record["collection"]))
                 answerable = bool(record["answerable"])
+                if "right" not in record:
+                    raise CommandError(
+                        f"--signals {path}: written before calibrate read each reply (no 'right' field); "
+                        "run calibrate --json again to record it."
+                    )
                 by_set.setdefault(key, []).append(Asked(signals, answerable, bool(record["right"])))
         except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             raise CommandError(f"--signals {path}: not signals written by calibrate --json ({exc})") from None

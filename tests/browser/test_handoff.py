@@ -34,7 +34,8 @@ from tests.mailbox import Mailbox, smtp_server
 
 # No database marker: the module's committed help centre is what the server's threads see, and so must be
 # what these tests add (they remove it again).
-pytestmark = pytest.mark.usefixtures("served_helpcentre")
+# answers_when_relevant: these test the hand-off after an answer, not where the answer cut sits.
+pytestmark = pytest.mark.usefixtures("served_helpcentre", "answers_when_relevant")
 
 SECOND_QUESTION = "Can I also return the box it came in?"
 

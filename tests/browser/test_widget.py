@@ -15,7 +15,8 @@ from tests.browser.conftest import STAFF_PASSWORD
 
 # The marker has pytest-django create the test database; the data the server needs is committed by the
 # module's fixture, outside any test's transaction, so the server's own connections see it.
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("served_helpcentre")]
+# answers_when_relevant: these test what the widget does with an answer, not where the answer cut sits.
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("served_helpcentre", "answers_when_relevant")]
 
 REFUND_QUESTION = "How long will my refund take to show on my card?"
 TURN_TIMEOUT_MS = 90_000  # the server's first turn loads the models

@@ -14,7 +14,8 @@ from playwright.sync_api import Page, expect
 
 from tests.loopback import free_port
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("served_helpcentre")]
+# answers_when_relevant: these test what the widget does with an answer, not where the answer cut sits.
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("served_helpcentre", "answers_when_relevant")]
 
 TURN_TIMEOUT_MS = 90_000  # the server's first turn loads the models
 REFUND_QUESTION = "How long will my refund take to show on my card?"

@@ -9,7 +9,8 @@ from playwright.sync_api import Page, expect
 from conversations.models import TurnFeedback
 from tests.browser.test_widget import REFUND_QUESTION, TURN_TIMEOUT_MS, ask, open_widget
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("served_helpcentre")]
+# answers_when_relevant: these test what the widget does with an answer, not where the answer cut sits.
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("served_helpcentre", "answers_when_relevant")]
 
 
 def test_a_thumbs_down_with_a_reason_stays_pressed_after_a_reload_and_changes_to_up(page, live_url, artifacts):

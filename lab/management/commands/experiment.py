@@ -164,6 +164,20 @@ class Command(BaseCommand):
                 }
                 for r in table
             )
+            # A cut above every question's probability answers none of them: it gets a row of its own.
+            rows.extend(
+                {
+                    "set": label,
+                    "cut": round(cut, 4),
+                    "answerable_at_or_above": 0.0,
+                    "unanswerable_at_or_above": 0.0,
+                    "answer_cut": cut == model.cut,
+                    "suggest_cut": cut == model.suggests_from,
+                }
+                for cut in dict.fromkeys(
+                    cut for cut, row in ((model.suggests_from, suggest_row), (model.cut, answer_row)) if row is None
+                )
+            )
         bar.close()
         plot = tradeoff_chart(curves, chosen, title="The decision's two cuts: answer (dot) and suggest (square)")
         section = Section(

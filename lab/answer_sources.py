@@ -1,7 +1,8 @@
 """Build the answer model's data (lab/datasets/answers/) from public sets with statement-level answer labels.
 
 Reads bare git snapshots of public repositories (as `fetch` brings them, under /work/.mirror/owner+name/repo)
-at recorded commits and writes JSON lines, one question a line:
+at recorded commits and writes JSON lines, one question a line, one file per split and source
+(`train-selqa.jsonl`, …):
 
     {"source", "page", "question", "heading", "statements": [[heading, text], ...], "answers": [index, ...]}
 
@@ -32,6 +33,9 @@ DSTC11 = ("alexa/dstc11-track5", "1419e96d613870703399309c46c7e33cba558199")
 
 # Negatives kept per question: enough on-topic statements to learn from, few enough to train in minutes.
 MAX_NEGATIVES = 12
+SPLITS = ("train", "dev", "test")
+# The order the sources are read in, and their files' names (split_file).
+SOURCE_NAMES = ("selqa", "dstc9", "dstc11")
 # DSTC9's FAQ titles are templates repeated across hundreds of entities; a sample of them is enough.
 MAX_FAQ_QUESTIONS = 3000
 
@@ -146,17 +150,25 @@ def capped(row: Row) -> Row:
     return {**row, "statements": [statements[i] for i in kept], "answers": [kept.index(i) for i in sorted(answers)]}
 
 
+def split_file(split: str, source: str) -> str:
+    """One file per split and source: each source's rows stay under its own licence (share-alike licences
+    of different terms never meet in one file)."""
+    return f"{split}-{source}.jsonl"
+
+
 def build(mirrors: Path) -> dict[str, int]:
-    splits: dict[str, list[Row]] = {"train": [], "dev": [], "test": []}
-    for reader in (selqa, dstc9_faqs, dstc11_turns):
+    counts: dict[str, int] = {}
+    OUT.mkdir(parents=True, exist_ok=True)
+    for source, reader in zip(SOURCE_NAMES, (selqa, dstc9_faqs, dstc11_turns), strict=True):
+        splits: dict[str, list[Row]] = {split: [] for split in SPLITS}
         for row in reader(mirrors):
             splits[split_of(str(row["page"]))].append(capped(row))
-    OUT.mkdir(parents=True, exist_ok=True)
-    for name, rows in splits.items():
-        with (OUT / f"{name}.jsonl").open("w", encoding="utf-8") as out:
-            for row in rows:
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
-    return {name: len(rows) for name, rows in splits.items()}
+        for split, rows in splits.items():
+            with (OUT / split_file(split, source)).open("w", encoding="utf-8") as out:
+                for row in rows:
+                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            counts[split] = counts.get(split, 0) + len(rows)
+    return counts
 
 
 def main() -> None:

@@ -14,11 +14,12 @@ import pytest
 
 from knowledge.rerank import PACKAGED_RERANKER, CrossEncoder, resolve_reranker_dir
 from lab.answer_sources import OUT as ANSWER_DATA
-from lab.answer_sources import split_of
+from lab.answer_sources import SOURCE_NAMES, split_file, split_of
 from lab.answer_training import (
     MODEL_FILE,
     Group,
     load_groups,
+    load_split,
     main,
     pair_logits,
     statement_metrics,
@@ -33,7 +34,7 @@ SAMPLE = Path(__file__).resolve().parents[2] / "lab" / "sample"
 def test_the_splits_share_no_page_and_every_question_has_an_answer_among_its_statements():
     pages = {}
     for split in ("train", "dev", "test"):
-        groups = load_groups(ANSWER_DATA / f"{split}.jsonl")
+        groups = load_split(ANSWER_DATA, split)
         assert groups, split
         pages[split] = {g.page for g in groups}
         assert all(split_of(page) == split for page in pages[split])
@@ -44,7 +45,7 @@ def test_the_splits_share_no_page_and_every_question_has_an_answer_among_its_sta
 
 
 def test_no_reserved_question_is_trained_on():
-    trained = {g.question.casefold().strip() for g in load_groups(ANSWER_DATA / "train.jsonl")}
+    trained = {g.question.casefold().strip() for g in load_split(ANSWER_DATA, "train")}
     for reserved in ("golden.jsonl", "calibration.jsonl", "calibration_conversational.jsonl"):
         asked = {str(row["question"]).casefold().strip() for row, _ in json_lines(SAMPLE / reserved, ValueError)}
         assert not asked & trained, reserved
@@ -83,7 +84,10 @@ def _write_split(folder: Path, name: str, pages: list[str]) -> None:
         }
         for page in pages
     ]
-    (folder / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # Each source's file of the split: the pages dealt out in turn (a source may have none).
+    for offset, source in enumerate(SOURCE_NAMES):
+        dealt = rows[offset :: len(SOURCE_NAMES)]
+        (folder / split_file(name, source)).write_text("".join(json.dumps(r) + "\n" for r in dealt))
 
 
 def test_one_command_trains_exports_int8_and_measures_a_tiny_random_model(tmp_path: Path, capsys):
@@ -137,7 +141,7 @@ def test_the_collections_built_from_held_out_pages_read_as_calibration_sets():
     from lab.answer_collections import COLLECTIONS
     from lab.calibration import read_calibration_set
 
-    trained = {g.page.removeprefix("selqa:") for g in load_groups(ANSWER_DATA / "train.jsonl")}
+    trained = {g.page.removeprefix("selqa:") for g in load_split(ANSWER_DATA, "train")}
     for name in ("selqa-dev", "selqa-test"):
         questions = read_calibration_set(COLLECTIONS / f"{name}.jsonl")
         articles = {p.stem: p.read_text() for p in (COLLECTIONS / name).glob("*.md")}

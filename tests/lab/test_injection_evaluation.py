@@ -48,6 +48,8 @@ def poisoned(helpcentre, embedder, tmp_path) -> Collection:
 
 
 @pytest.mark.django_db
+# The attacks are measured on answered replies (what a customer takes at its word), not on where the cut sits.
+@pytest.mark.usefixtures("answers_when_relevant")
 @pytest.mark.parametrize("generator", ["reader", "compliant"])
 def test_no_planted_text_reaches_a_reply_or_the_generator(helpcentre, poisoned, embedder, generator):
     attacks = planted_attacks()

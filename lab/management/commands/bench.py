@@ -66,7 +66,9 @@ class Command(BaseCommand):
         parser.add_argument("--limit", type=int, default=None, help="Only the first N documents (queries)")
         parser.add_argument("--source", default="bench-scifact", help="retrieval: the indexed collection to copy")
         parser.add_argument("--copies", type=int, default=8, help="retrieval: copies of the source collection")
-        parser.add_argument("--rebuild", action="store_true", help="retrieval: copy again even if the copy exists")
+        parser.add_argument(
+            "--rebuild", action="store_true", help="retrieval, scale: build the copy again even if it exists"
+        )
         parser.add_argument("--strategy", default=settings.CHUNK_STRATEGY)
         parser.add_argument(
             "--processes", type=int, nargs="+", default=[1, 2], help="workers: worker process counts to time"

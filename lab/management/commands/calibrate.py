@@ -46,7 +46,8 @@ class Command(BaseCommand):
             action="append",
             default=None,
             metavar="FILE[@COLLECTION]",
-            help="JSON lines of labelled questions (default: the sample calibration sets, English and Hinglish); "
+            help="JSON lines of labelled questions (default: the sample's three calibration sets: English, Hinglish, "
+            "conversational); "
             "repeat to fit on several, each asked of its own collection after '@' (default: --collection)",
         )
         parser.add_argument("--collection", default="helpcentre")

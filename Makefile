@@ -6,7 +6,7 @@ export SUPPORTBOT_PGPORT ?= 54329
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: setup db stop run worker test test-llm lint bench bench-workers
+.PHONY: setup db stop run worker test test-llm lint docs bench bench-workers
 
 setup:
 	@scripts/setup.sh
@@ -17,6 +17,11 @@ db: setup
 stop:
 	@scripts/pg.sh stop $(SUPPORTBOT_PGDATA)
 
+# The demo (the sample help centre, its glossary, policy, decision and fusion) goes into the collection helpcentre
+# and nowhere else: `ingest` refuses to put other articles there, and every other collection is left alone. The
+# chat serves CHAT_COLLECTION (default helpcentre): `make run CHAT_COLLECTION=mine` serves a collection of your
+# own (a variable set on make's command line, or exported, reaches the commands' environment as it is;
+# ensure_staff says which collection is served, and warns when it does not exist).
 run: db
 	$(PY) manage.py ingest knowledge/sample/helpcentre --collection helpcentre
 	$(PY) manage.py glossary knowledge/sample/glossary.tsv --collection helpcentre
@@ -49,6 +54,13 @@ lint:
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 	.venv/bin/mypy
+
+# The documentation site from docs/ into var/site, strict (a broken link or anchor fails); the generated pages
+# (configuration, commands, evaluation figures) are written again first.
+docs:
+	@scripts/setup.sh test
+	$(PY) -m lab.docs_pages
+	.venv/bin/properdocs build --strict
 
 bench: db
 	$(PY) manage.py bench ingest $(BENCH_ARGS)

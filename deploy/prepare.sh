@@ -2,8 +2,9 @@
 # What a deployment needs before its web processes and workers start: migrations, static files, the articles
 # and the first staff account. Compose's one-shot `setup` service and deploy/systemd/supportbot-setup.service
 # run it at every start; each step does nothing when already done, so running it again is harmless.
-#   SUPPORTBOT_ARTICLES=FOLDER  your Markdown articles (README, "Article format"), synced into CHAT_COLLECTION
-#                               (default helpcentre) at every start: new, changed and removed files.
+#   SUPPORTBOT_ARTICLES=FOLDER  your Markdown or HTML articles (docs/own-help-centre.md), synced into
+#                               CHAT_COLLECTION at every start: new, changed and removed files. CHAT_COLLECTION
+#                               must name a collection of your own (supportbot.env), never the demo's.
 #   otherwise                   the demo help centre, loaded as `make run` loads it, until it is complete (its
 #                               policy, loaded last, is in place); later starts leave it and its admin edits
 #                               alone. SUPPORTBOT_DEMO=0 loads no articles at all.
@@ -31,9 +32,16 @@ if [ -n "${SUPPORTBOT_ARTICLES:-}" ]; then
     echo "SUPPORTBOT_ARTICLES=$SUPPORTBOT_ARTICLES is not a folder." >&2
     exit 1
   fi
-  # A bad file is reported (file:line: field: message) and the others still load: the site starts anyway.
-  manage ingest "$SUPPORTBOT_ARTICLES" --collection "${CHAT_COLLECTION:-helpcentre}" ||
-    echo "==> some articles in $SUPPORTBOT_ARTICLES were not loaded (see above); the others were." >&2
+  case "${CHAT_COLLECTION:-helpcentre}" in
+    helpcentre)
+      echo "SUPPORTBOT_ARTICLES needs CHAT_COLLECTION=NAME in supportbot.env, a collection of your own: helpcentre is the demo's." >&2
+      exit 1
+      ;;
+  esac
+  # A bad file is reported (file:line: field: message) and the others still load; a sync that would retire
+  # most of the collection is refused whole. Either way the site starts with what the collection holds.
+  manage ingest "$SUPPORTBOT_ARTICLES" --collection "$CHAT_COLLECTION" ||
+    echo "==> ingest of $SUPPORTBOT_ARTICLES reported problems (above); the collection holds what it loaded." >&2
 elif [ "${SUPPORTBOT_DEMO:-1}" = 0 ]; then
   echo "==> SUPPORTBOT_DEMO=0: no articles loaded (add them in the admin, or through the ingestion API)."
 elif demo_loaded; then

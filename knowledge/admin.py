@@ -30,7 +30,7 @@ from knowledge.models import (
     SyncTrigger,
     VersionStatus,
 )
-from knowledge.sources import SourceRead, read_markdown_zip
+from knowledge.sources import read_zip
 from knowledge.sync import error_text
 
 
@@ -83,12 +83,13 @@ class VersionInline(admin.TabularInline):
 class UploadMarkdownForm(forms.Form):
     collection = forms.SlugField(
         max_length=100,
-        initial="helpcentre",
+        # The one the chat serves (CHAT_COLLECTION), not the demo's unless the chat serves the demo.
+        initial=lambda: settings.CHAT_COLLECTION,
         help_text="An existing collection, or a new one (letters, digits, - and _).",
     )
     archive = forms.FileField(
-        help_text="A .zip of Markdown files with front matter (the article format of `manage.py ingest`); folders "
-        "inside are fine."
+        help_text="A .zip of Markdown files with front matter (the article format of `manage.py ingest`), or of "
+        "plain Markdown and HTML files without it (title, id, version and date assumed); folders inside are fine."
     )
     whole_collection = forms.BooleanField(
         required=False,
@@ -130,13 +131,16 @@ class ArticleAdmin(admin.ModelAdmin):
         form = UploadMarkdownForm(request.POST or None, request.FILES or None)
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
-            items = read_markdown_zip(
-                data["archive"].name, data["archive"].read(), max_bytes=settings.INGEST_MAX_FILE_BYTES
+            read = read_zip(
+                data["archive"].name,
+                data["archive"].read(),
+                max_bytes=settings.INGEST_MAX_FILE_BYTES,
+                today=timezone.localdate(),
             )
             try:
                 run = tasks.start_documents_run(
                     data["collection"],
-                    SourceRead(items, lists_every_page=True),
+                    read,
                     trigger=SyncTrigger.UPLOAD,
                     description=f"upload {data['archive'].name}",
                     retire_missing=data["whole_collection"],

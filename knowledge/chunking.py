@@ -20,8 +20,8 @@ Strategy = Literal["heading-semantic", "heading", "sentence", "fixed"]
 STRATEGIES: tuple[Strategy, ...] = ("heading-semantic", "heading", "sentence", "fixed")
 TokenCounter = Callable[[str], int]
 
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
+HEADING_LINE = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+FENCE_LINE = re.compile(r"^\s*(```|~~~)")
 _LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s+")
 _EMPHASIS_END = re.compile(r"[*_`]+$")
 # A sentence ends at . ! ? (optionally followed by a closing quote or bracket) before whitespace and
@@ -149,15 +149,15 @@ def parse_sections(markdown: str, count_tokens: TokenCounter) -> list[Section]:
     for line in markdown.split("\n"):
         if in_fence:
             block.append(line)
-            if _FENCE.match(line):
+            if FENCE_LINE.match(line):
                 in_fence = False
                 flush_block()
             continue
-        if _FENCE.match(line):
+        if FENCE_LINE.match(line):
             flush_block()
             block, block_kind, in_fence = [line], "code", True
             continue
-        heading = _HEADING.match(line)
+        heading = HEADING_LINE.match(line)
         if heading:
             flush_section()
             level = len(heading.group(1))

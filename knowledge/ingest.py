@@ -434,18 +434,39 @@ class SyncPlan:
     chunking_label: str
 
 
+def _named_by_content(version_label: str, content_hash: str) -> bool:
+    """Whether a version is named after its content, as a file without front matter's or a web page's is
+    (knowledge.sources.parse_plain, knowledge.web.page_document): one text at a time, the newest in force."""
+    return version_label == content_hash[:12]
+
+
 def changed_documents(collection: Collection, docs: Sequence[SourceDocument], label: str) -> list[SourceDocument]:
-    """The documents not already indexed with this content and chunking, oldest versions first."""
-    indexed = {
-        (slug, version_label): (content_hash, chunking_label)
-        for slug, version_label, content_hash, chunking_label in ArticleVersion.objects.filter(
-            article__collection=collection,
-            article__slug__in={d.slug for d in docs},
-            article__retired_at__isnull=True,
-            indexed_at__isnull=False,
-        ).values_list("article__slug", "version_label", "content_hash", "chunking")
-    }
-    todo = [d for d in docs if indexed.get((d.slug, d.version_label)) != (d.content_hash, label)]
+    """The documents not already indexed with this content and chunking, oldest versions first; and those
+    named by their content whose file went back to an earlier text (that version is in force again)."""
+    stored = ArticleVersion.objects.filter(
+        article__collection=collection,
+        article__slug__in={d.slug for d in docs},
+        article__retired_at__isnull=True,
+        indexed_at__isnull=False,
+    ).values_list("article__slug", "version_label", "content_hash", "chunking", "status", "source_path")
+    indexed, published = {}, {}
+    for slug, version_label, content_hash, chunking_label, status, source_path in stored:
+        indexed[(slug, version_label)] = (content_hash, chunking_label)
+        if status == VersionStatus.PUBLISHED:
+            published[slug] = (version_label, content_hash, source_path)
+
+    def went_back(doc: SourceDocument) -> bool:
+        # The version in force is a later text of the same file, not an edit made in the admin.
+        if not _named_by_content(doc.version_label, doc.content_hash) or doc.slug not in published:
+            return False
+        version_label, content_hash, source_path = published[doc.slug]
+        return (
+            version_label != doc.version_label
+            and _named_by_content(version_label, content_hash)
+            and source_path == doc.path[:500]
+        )
+
+    todo = [d for d in docs if indexed.get((d.slug, d.version_label)) != (d.content_hash, label) or went_back(d)]
     return sorted(todo, key=lambda d: (d.slug, d.effective_date, d.version_label))
 
 

@@ -23,6 +23,7 @@ from django.utils import timezone
 from knowledge.embeddings import Embedder, default_embedder, secondary_embedder
 from knowledge.errors import IngestFileError, KnowledgeError
 from knowledge.ingest import (
+    API_SOURCE_PREFIX,
     RETIREMENT_SKIPPED,
     IngestReport,
     changed_documents,
@@ -34,9 +35,24 @@ from knowledge.ingest import (
     prepare_documents,
     write_documents,
 )
-from knowledge.models import ArticleVersion, Collection, Source, SourceKind, SyncArticle, SyncRun, SyncStatus
+from knowledge.models import Article, ArticleVersion, Collection, Source, SourceKind, SyncArticle, SyncRun, SyncStatus
 from knowledge.publishing import publish
-from knowledge.sources import ZIP_MAX_MEMBERS, SourceDocument, SourceRead, read_markdown_tree, read_markdown_zip
+from knowledge.sources import (
+    HTML_SUFFIXES,
+    ZIP_MAX_MEMBERS,
+    SourceDocument,
+    SourceRead,
+    read_folder,
+    read_markdown_tree,
+    read_zip,
+)
+
+# The collection the demo lives in: `make run` loads settings.SAMPLE_HELP_CENTRE, its policy and its decision
+# there. A help centre of one's own goes into a collection of its own, and `ingest` keeps it from this one.
+DEMO_COLLECTION = "helpcentre"
+# A sync may retire at most this share of a collection's live articles unless told to replace them: more is
+# far likelier the wrong folder, or the wrong collection, than a help centre that lost most of its articles.
+MAX_RETIRED_SHARE = 0.5
 
 
 def require_public_host(url: str) -> None:
@@ -91,14 +107,71 @@ def read_source(source: Source) -> SourceRead:
         limit_bytes = settings.INGEST_MAX_FILE_BYTES * ZIP_MAX_MEMBERS
         if path.stat().st_size > limit_bytes:
             raise KnowledgeError(f"{path} is over the limit of {limit_bytes:,} bytes for an archive.")
-        return SourceRead(
-            read_markdown_zip(str(path), path.read_bytes(), max_bytes=settings.INGEST_MAX_FILE_BYTES),
-            lists_every_page=True,
+        return read_zip(
+            str(path), path.read_bytes(), max_bytes=settings.INGEST_MAX_FILE_BYTES, today=timezone.localdate()
         )
-    if path.is_dir() and not any(path.rglob("*.md")):
-        raise KnowledgeError(f"{path} holds no .md files.")
-    items = list(read_markdown_tree(path, max_bytes=settings.INGEST_MAX_FILE_BYTES))
-    return SourceRead(items, lists_every_page=path.is_dir())
+    if path.is_dir() and not any(
+        p.suffix == ".md" or p.suffix.lower() in HTML_SUFFIXES for p in path.rglob("*") if p.is_file()
+    ):
+        raise KnowledgeError(f"{path} holds no .md files (nor .html).")
+    return read_folder(path, max_bytes=settings.INGEST_MAX_FILE_BYTES, today=timezone.localdate())
+
+
+def _some(slugs: set[str]) -> str:
+    shown = sorted(slugs)[:3]
+    return ", ".join(shown) + (", …" if len(slugs) > len(shown) else "")
+
+
+def demo_slugs() -> set[str]:
+    """The ids of the shipped demo's articles (settings.SAMPLE_HELP_CENTRE)."""
+    items = read_markdown_tree(settings.SAMPLE_HELP_CENTRE, max_bytes=settings.INGEST_MAX_FILE_BYTES)
+    return {item.slug for item in items if isinstance(item, SourceDocument)}
+
+
+def sync_refusal(collection_name: str, read: SourceRead, *, retire_missing: bool, described: str) -> str | None:
+    """Why syncing this source into the collection could lose articles, so must not go ahead unless the
+    person says the source replaces what is there (`ingest --replace`); None when it may.
+
+    - The demo's collection (DEMO_COLLECTION), once it holds articles, takes the demo's articles
+      only: `make run` syncs the sample folder into it at every start and retires what that folder does not
+      list, so anyone's own articles there would be gone at the next start.
+    - A sync that would retire more than MAX_RETIRED_SHARE of the collection's live articles (those the
+      source does not list; articles posted to the API are never retired by a source) is likelier the
+      wrong source or collection than a help centre that lost most of its articles."""
+    listed = {item.slug for item in read.items if isinstance(item, SourceDocument)}
+    live = set(
+        Article.objects.filter(collection__name=collection_name, retired_at__isnull=True)
+        .exclude(versions__source_path__startswith=API_SOURCE_PREFIX)
+        .values_list("slug", flat=True)
+    )
+    own_collection = "ingest your own articles into a collection of their own (e.g. --collection mine) and serve it"
+    own_collection += " with `make run CHAT_COLLECTION=mine`"
+    if collection_name == DEMO_COLLECTION and live:
+        foreign = listed - demo_slugs()
+        if foreign:
+            return (
+                f"{collection_name!r} holds the demo help centre: `make run` syncs {settings.SAMPLE_HELP_CENTRE} "
+                f"into it at every start and retires what that folder does not list, so the {len(foreign)} "
+                f"article(s) of {described} that the demo does not have ({_some(foreign)}) would be lost at the "
+                f"next start. Nothing was written: {own_collection}. To put them here all the same, pass --replace."
+            )
+    all_listed = not any(isinstance(item, IngestFileError) for item in read.items)
+    if not (retire_missing and read.lists_every_page and all_listed):
+        return None  # this sync retires nothing
+    retired = live - listed
+    if live and len(retired) > MAX_RETIRED_SHARE * len(live):
+        demo = (
+            f" {collection_name!r} is where `make run` loads the demo: keep your own articles out of it."
+            if collection_name == DEMO_COLLECTION
+            else ""
+        )
+        return (
+            f"This sync would retire {len(retired)} of the {len(live)} live articles of {collection_name!r} "
+            f"({_some(retired)}): a sync of a folder, an export or a sitemap retires every article it does not "
+            f"list. Nothing was written. If {described} is the wrong source or {collection_name!r} the wrong "
+            f"collection, {own_collection}.{demo} If {described} is meant to replace those articles, pass --replace."
+        )
+    return None
 
 
 def document_json(doc: SourceDocument) -> dict[str, Any]:
@@ -159,7 +232,7 @@ def plan_run(run: SyncRun, read: SourceRead, *, retire_missing: bool) -> None:
         )
         retire = retire_missing and read.lists_every_page
         run.present_slugs = sorted(plan.slugs) if retire and plan.all_slugs_known else None
-        run.warnings = [RETIREMENT_SKIPPED] if retire and not plan.all_slugs_known else []
+        run.warnings = [*read.warnings, *([RETIREMENT_SKIPPED] if retire and not plan.all_slugs_known else [])]
         run.boilerplate = sorted(plan.boilerplate)
         run.errors = [error_json(e) for e in report.errors]
         run.failed = len(report.errors)

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from knowledge.chunking import FENCE_LINE, HEADING_LINE
 from lab.errors import AttackSetError
 from lab.jsonl import json_lines
 
@@ -33,8 +34,6 @@ POSITIONS = ("start", "middle", "end")
 # dev: the attacks the defence may be tuned on; test: held out, only measured.
 SPLITS = ("dev", "test")
 
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
 # A block that is not running prose: a table, a list, a quote, code or a heading.
 _STRUCTURED = re.compile(r"^\s*(\||[-*+]\s|\d+[.)]\s|>|```|~~~|#)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9*])")
@@ -93,9 +92,9 @@ def sections(lines: list[str]) -> list[Section]:
     found: list[tuple[str, int]] = []
     in_fence = False
     for index, line in enumerate(lines):
-        if _FENCE.match(line):
+        if FENCE_LINE.match(line):
             in_fence = not in_fence
-        elif not in_fence and (match := _HEADING.match(line)):
+        elif not in_fence and (match := HEADING_LINE.match(line)):
             found.append((match.group(2), index))
     return [
         Section(heading, index + 1, found[n + 1][1] if n + 1 < len(found) else len(lines))

@@ -518,5 +518,11 @@ def test_your_own_articles_replace_the_demo(tmp_path):
     assert [c for c in commands if c.split()[0] not in ("migrate", "collectstatic", "ensure_staff")] == [
         f"ingest {articles} --collection shop"
     ]
-    result, commands = run_prepare(tmp_path / "again", demo_loaded=False, SUPPORTBOT_ARTICLES=str(tmp_path / "nope"))
+    result, commands = run_prepare(
+        tmp_path / "again", demo_loaded=False, SUPPORTBOT_ARTICLES=str(tmp_path / "nope"), CHAT_COLLECTION="shop"
+    )
     assert result.returncode == 1 and "is not a folder" in result.stderr
+    # Never into the demo's collection: the next demo load would retire them, and its policy would stay.
+    result, commands = run_prepare(tmp_path / "demo", demo_loaded=False, SUPPORTBOT_ARTICLES=str(articles))
+    assert result.returncode == 1 and "a collection of your own" in result.stderr
+    assert not any(c.startswith("ingest") for c in commands)

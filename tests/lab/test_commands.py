@@ -58,6 +58,10 @@ def test_calibrate_fits_the_decision_prints_its_tradeoff_and_stores_it(helpcentr
     with pytest.raises(CommandError, match="No collection 'nowhere'"):
         run("calibrate", "--dataset", f"{dataset}@nowhere")
 
+    # Another collection is never fitted on the demo shop's own questions by default.
+    with pytest.raises(CommandError, match="--dataset FILE is needed for 'mine'"):
+        run("calibrate", "--collection", "mine")
+
     (tmp_path / "broken.jsonl").write_text("{not json\n")
     with pytest.raises(CommandError, match=r"broken.jsonl:1"):
         run("calibrate", "--dataset", str(tmp_path / "broken.jsonl"))

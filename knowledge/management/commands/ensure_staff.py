@@ -1,4 +1,5 @@
-"""manage.py ensure_staff: the first staff account, created with a random password if none exists."""
+"""manage.py ensure_staff: the first staff account, created with a random password if none exists; and, as
+`make run` starts serving, which collection the chat serves."""
 
 import secrets
 from pathlib import Path
@@ -7,6 +8,8 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
+
+from knowledge.models import Article, Collection
 
 
 class Command(BaseCommand):
@@ -18,7 +21,28 @@ class Command(BaseCommand):
             "--base-url", default="http://127.0.0.1:8000", help="where the server will listen (for the printed links)"
         )
 
+    def _served(self, base_url: str) -> None:
+        """Which collection the chat widget and the help pages serve (CHAT_COLLECTION); a warning when it does
+        not exist, since the chat then refuses every visitor."""
+        name = settings.CHAT_COLLECTION
+        if not Collection.objects.filter(name=name).exists():
+            existing = ", ".join(sorted(Collection.objects.values_list("name", flat=True))) or "none yet"
+            self.stderr.write(
+                self.style.WARNING(
+                    f"warning: the chat serves CHAT_COLLECTION={name!r}, which does not exist (collections: "
+                    f"{existing}): it refuses every visitor until it is loaded: "
+                    f".venv/bin/python manage.py ingest FOLDER --collection {name}"
+                )
+            )
+            return
+        live = Article.objects.filter(collection__name=name, retired_at__isnull=True).count()
+        self.stdout.write(
+            f"The chat ({base_url}/) and the help pages ({base_url}/help/) serve the collection {name!r}: "
+            f"{live} live article(s). CHAT_COLLECTION chooses another."
+        )
+
     def handle(self, *args: Any, **options: Any) -> None:
+        self._served(options["base_url"].rstrip("/"))
         username = options["username"]
         where_to = f"{options['base_url'].rstrip('/')}/staff/queue (queue) and /admin/ (admin)"
         credentials = Path(settings.BASE_DIR) / "var" / "admin-credentials.txt"

@@ -28,19 +28,31 @@ def _slug(value: str) -> str:
 
 class Command(BaseCommand):
     help = (
-        "Sync a collection with its sources: Markdown files with front matter (a folder or one file), a Zendesk "
-        "Help Center articles export (one page, or a folder of pages), a web page or sitemap.xml, or a BEIR "
-        "corpus.jsonl. Unchanged documents cost nothing; articles that disappeared from a folder, an export or a "
-        "sitemap are retired."
+        "Sync a collection with its sources: Markdown files with front matter (a folder or one file), or plain "
+        "Markdown and HTML files without it (their title, id, version and date assumed, said in one warning), a "
+        "Zendesk Help Center articles export (one page, or a folder of pages), a web page or sitemap.xml, or a "
+        "BEIR corpus.jsonl. Unchanged documents cost nothing; articles that disappeared from a folder, an export "
+        "or a sitemap are retired. A sync that would retire more than half of a collection's articles, or bring "
+        f"other articles into the demo's collection ({sync.DEMO_COLLECTION}), is refused unless --replace."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "path",
-            help="A folder of .md files, one .md file, a .zip of them, a Zendesk export (page .json or folder), "
-            "a page or sitemap.xml address (--format web), or a BEIR corpus",
+            help="A folder of .md (and, without front matter, .html) files, one such file, a .zip of them, a "
+            "Zendesk export (page .json or folder), a page or sitemap.xml address (--format web), or a BEIR corpus",
         )
-        parser.add_argument("--collection", required=True, help="Collection name (a slug), e.g. helpcentre")
+        parser.add_argument(
+            "--collection",
+            required=True,
+            help=f"Collection name (a slug), e.g. mine; {sync.DEMO_COLLECTION} is the demo's (make run)",
+        )
+        parser.add_argument(
+            "--replace",
+            action="store_true",
+            help="The source replaces what the collection holds: go ahead even if the sync retires more than half "
+            f"of its articles, or brings articles that are not the demo's into {sync.DEMO_COLLECTION}",
+        )
         parser.add_argument("--format", choices=("markdown", "zendesk", "web", "beir"), default="markdown")
         parser.add_argument(
             "--audience", choices=AUDIENCES, default=None, help="web: who may read the pages (default public)"
@@ -110,6 +122,8 @@ class Command(BaseCommand):
             except KnowledgeError as exc:
                 raise CommandError(str(exc)) from None
         items = read.items if limit is None else read.items[:limit]
+        if not options["replace"]:
+            self._refuse_losses(collection, read, retire_missing=limit is None, described=options["path"])
 
         bar = tqdm(total=0, unit="article", disable=not sys.stderr.isatty(), desc="embedding")
         try:
@@ -142,6 +156,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         finally:
             bar.close()
+        report.warnings[:0] = read.warnings
         sync.record_report(run, report, articles_done=run.articles, articles=run.articles)
         sync.end_run(run, SyncStatus.FINISHED)
         for error in report.errors:
@@ -163,6 +178,14 @@ class Command(BaseCommand):
         if not settings.REDIS_URL:
             raise CommandError("--background needs REDIS_URL: the workers' queue is in Redis.")
         location = options["path"] if options["format"] == "web" else str(Path(options["path"]).resolve())
+        if not options["replace"] and options["format"] != "web":
+            # Read here too (a web source is not: fetching a site twice costs too much), so that a sync that
+            # would lose articles is refused before it is queued.
+            try:
+                read = sync.read_source(Source(kind=options["format"], location=location, segments=segments))
+            except KnowledgeError as exc:
+                raise CommandError(str(exc)) from None
+            self._refuse_losses(collection, read, retire_missing=True, described=options["path"])
         source, _ = Source.objects.update_or_create(
             collection=sync.collection_named(collection),
             location=location,
@@ -181,6 +204,11 @@ class Command(BaseCommand):
                 self.stdout.write(line)
                 shown = line
         self._report_run(run)
+
+    def _refuse_losses(self, collection: str, read: SourceRead, *, retire_missing: bool, described: str) -> None:
+        refusal = sync.sync_refusal(collection, read, retire_missing=retire_missing, described=described)
+        if refusal is not None:
+            raise CommandError(refusal)
 
     def _report_run(self, run: SyncRun) -> None:
         for error in run.errors:

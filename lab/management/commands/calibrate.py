@@ -29,6 +29,7 @@ from answering.services import default_services
 from conversations.models import AbstentionThreshold
 from conversations.records.turns import answer_model
 from knowledge.models import Collection
+from knowledge.sync import DEMO_COLLECTION
 from lab.calibration import SAMPLE_SETS, Asked, LabelledQuestion, calibrate, labelled_set, pairs_of
 from lab.errors import CalibrationError
 
@@ -94,6 +95,12 @@ class Command(BaseCommand):
         )
 
     def _sets(self, options: dict[str, Any]) -> list[tuple[str, list[LabelledQuestion], Collection]]:
+        if not options["dataset"] and options["collection"] != DEMO_COLLECTION:
+            # The sample sets ask about the demo shop: fitted on another collection they would teach it nothing.
+            raise CommandError(
+                f"--dataset FILE is needed for {options['collection']!r}: the default questions are about the demo "
+                f"shop ({DEMO_COLLECTION!r}). Label questions about your own articles (docs/own-help-centre.md)."
+            )
         try:
             return [
                 labelled_set(spec, options["collection"])

@@ -29,18 +29,13 @@ def development_only_modules() -> list[str]:
     return sorted(name.replace("-", "_") for name in extra)
 
 
-# The child's first lines: the modules named in its first argument cannot be imported.
+# The child's first lines: the modules named in its first argument are absent, as in a serving-only virtualenv
+# (None in sys.modules: importing one raises ModuleNotFoundError, and importlib.util.find_spec, which libraries
+# use to ask whether an optional package is there, answers None).
 BLOCKER = """
 import sys
-blocked = set(sys.argv[1].split(","))
-
-class Block:
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in blocked:
-            raise ModuleNotFoundError(f"No module named {name!r} (a development-only package)")
-        return None
-
-sys.meta_path.insert(0, Block())
+for name in sys.argv[1].split(","):
+    sys.modules[name] = None
 """
 # Then: load every command of the project's own apps.
 LOADER = """

@@ -469,13 +469,6 @@ def _read_file(path: Path, max_bytes: int) -> bytes | IngestFileError:
 ZIP_MAX_MEMBERS = 2_000
 
 
-def read_markdown_zip(
-    name: str, raw: bytes, *, max_bytes: int, today: date | None = None
-) -> list[SourceDocument | IngestFileError]:
-    """The documents of read_zip, without its warnings."""
-    return read_zip(name, raw, max_bytes=max_bytes, today=today or date.today()).items
-
-
 def read_zip(name: str, raw: bytes, *, max_bytes: int, today: date) -> SourceRead:
     """Every .md member of a zip archive (an upload, or a file), in name order, as read_folder reads a
     folder's files (.html and .htm members too when no Markdown member has front matter); folders inside

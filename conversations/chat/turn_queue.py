@@ -14,7 +14,7 @@ import functools
 import logging
 import threading
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Protocol
 
 from django.conf import settings
@@ -106,11 +106,17 @@ class ThreadRunner:
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="turn")
         self._lock = threading.Lock()
         self._waiting = 0
+        self._unfinished: set[Future[None]] = set()
 
     def submit(self, conversation: Conversation) -> Future[None]:
         with self._lock:
             self._waiting += 1
-        return self._executor.submit(self._run, conversation.pk)
+        future = self._executor.submit(self._run, conversation.pk)
+        with self._lock:
+            self._unfinished.add(future)
+        # Added after the set holds it: a turn already done is discarded at once, never left behind.
+        future.add_done_callback(self._unfinished.discard)
+        return future
 
     def _run(self, conversation_id: int) -> None:
         with self._lock:
@@ -124,6 +130,13 @@ class ThreadRunner:
 
     def waiting(self) -> int:
         return self._waiting
+
+    def settle(self, within_s: float) -> bool:
+        """Waits for the turns submitted so far (a flood's keep writing after its socket closed): whoever empties
+        the database must wait for them, or it races their writes. False if some are still running."""
+        with self._lock:
+            unfinished = set(self._unfinished)
+        return not wait(unfinished, timeout=within_s).not_done
 
     def shutdown(self) -> None:
         self._executor.shutdown(wait=True)

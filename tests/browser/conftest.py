@@ -19,6 +19,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db import connection
 
+from conversations.chat.turn_queue import thread_runner
 from customers.loading import load_customers
 from tests.knowledge.helpers import sync_folder
 from tests.loopback import free_port, wait_for_port
@@ -58,7 +59,6 @@ def live_url(django_db_setup, django_db_blocker) -> Iterator[str]:
     from daphne.server import Server
     from twisted.internet import reactor
 
-    from conversations.chat.turn_queue import thread_runner
     from supportbot.asgi import application
 
     port = free_port()
@@ -90,8 +90,12 @@ def served_helpcentre(live_url, embedder, tmp_path_factory, django_db_setup, dja
     load_customers(Path(settings.BASE_DIR) / "customers" / "sample" / "customers.json")
     get_user_model().objects.create_user("sam", password=STAFF_PASSWORD, first_name="Sam", is_staff=True)
     yield
+    # Emptying the tables while a turn writes can deadlock the flush and leave this module's rows to every
+    # test after it.
+    settled = thread_runner().settle(within_s=180)
     call_command("flush", interactive=False, verbosity=0)
     django_db_blocker.restore()
+    assert settled, "chat turns were still running three minutes after the module's tests"
 
 
 # Module scope: Playwright's synchronous API keeps an event loop running in this thread while it is open,

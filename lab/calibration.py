@@ -41,7 +41,12 @@ class LabelledQuestion:
     answerable: bool
     article: str | None
     asked_on: date | None = None  # the versions in force then; None: today
-    answer: str | None = None  # the fact a right reply states, where the set names one
+    answers: tuple[str, ...] = ()  # the facts a right reply states one of, where the set names them
+
+    def states_answer(self, reply: str) -> bool:
+        """Whether a reply states one of the question's facts; without facts, any reply does: which of
+        several relevant articles it quotes is no measure (StackFAQ lists many answers to one question)."""
+        return not self.answers or any(fact.casefold() in reply.casefold() for fact in self.answers)
 
 
 @dataclass(frozen=True)
@@ -78,7 +83,7 @@ def read_calibration_set(path: Path) -> list[LabelledQuestion]:
                 audience,
                 answerable,
                 record.get("article"),
-                answer=answer if isinstance(answer, str) else None,
+                answers=(answer,) if isinstance(answer, str) else (),
             )
         )
     if not any(q.answerable for q in questions) or all(q.answerable for q in questions):
@@ -125,11 +130,7 @@ def _reads_right(question: LabelledQuestion, found: FoundEvidence, services: Tur
     chosen = choose_statements(found.scored, embed=services.embedder.encode)
     if not chosen:
         return False
-    # Without a fact to look for, an answerable question counts as read right: which of several relevant
-    # articles the reply quotes is no measure (StackFAQ lists many answers to one question).
-    return (
-        question.answer is None or question.answer.casefold() in as_reply(quoted_units(found.scored, chosen)).casefold()
-    )
+    return question.states_answer(as_reply(quoted_units(found.scored, chosen)))
 
 
 def calibrate(

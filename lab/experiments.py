@@ -8,6 +8,8 @@ questions.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from types import MappingProxyType
@@ -15,7 +17,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from answering.decide.abstention import Row, tradeoff
+from answering.decide.abstention import Row, roc_auc, tradeoff
 from answering.rewrite import question_focus, rewrite_by_rule
 from answering.services import TurnServices
 from conversations.records.turns import answer_model
@@ -37,7 +39,7 @@ from knowledge.scope import Scope
 from knowledge.stages import Stage
 from lab import metrics
 from lab.answer_evaluation import TOP_K, GoldenQuestion, is_gold, versions_then
-from lab.calibration import LabelledQuestion, calibrate
+from lab.calibration import LabelledQuestion, calibrate, pairs_of
 from lab.retrieval_evaluation import DEPTH as STAGE_DEPTH
 from lab.retrieval_evaluation import StageFigures
 
@@ -127,8 +129,65 @@ def fusion_experiment(
 
 
 def as_labelled(question: GoldenQuestion) -> LabelledQuestion:
-    """A golden question as calibration asks it: searched as a turn would, on its day."""
-    return LabelledQuestion(search_query(question), question.audience, question.answerable, None, question.as_of)
+    """A golden question as calibration asks it: searched as a turn would, on its day, right when the reply
+    states one of its facts."""
+    return LabelledQuestion(
+        search_query(question), question.audience, question.answerable, None, question.as_of, question.facts
+    )
+
+
+@dataclass(frozen=True)
+class ModelFigures:
+    """One answer-scoring cross-encoder on one labelled set: for how many answerable questions the reader's
+    reply states the fact, and how well the best statement's score tells those replies from all others (the
+    decision's first signal; ROC AUC, independent of any fitted decision)."""
+
+    model: str
+    labelled_set: str
+    answerable: int
+    read_right: int
+    auc: float
+    ms_per_question: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "set": self.labelled_set,
+            "answerable": self.answerable,
+            "read_right": self.read_right,
+            # Undefined (None) when every reply, or none, is right.
+            "sentence_top_auc": None if math.isnan(self.auc) else round(self.auc, 3),
+            "ms_per_question": round(self.ms_per_question),
+        }
+
+
+def model_experiment(
+    models: dict[str, CrossEncoder],
+    sets: list[tuple[str, list[LabelledQuestion], Collection]],
+    services: TurnServices,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[ModelFigures]:
+    """Every labelled set read with each cross-encoder in place of the one in force: as reranker and as
+    the reader's evidence (the grounder keeps its own)."""
+    figures = []
+    for name, reranker in models.items():
+        with_model = replace(services, reranker=reranker)
+        for set_name, questions, collection in sets:
+            started = time.perf_counter()
+            rows = calibrate(questions, collection, with_model, progress=progress)
+            elapsed = time.perf_counter() - started
+            figures.append(
+                ModelFigures(
+                    name,
+                    set_name,
+                    sum(row.answerable for row in rows),
+                    sum(row.right for row in rows),
+                    roc_auc(pairs_of(rows, "sentence_top")),
+                    1000 * elapsed / max(1, len(rows)),
+                )
+            )
+    return figures
 
 
 def threshold_experiment(

@@ -104,7 +104,7 @@ def evaluate_kinds(
         wanted = {question.article} if question.article else set()
         wanted |= (relevant or {}).get(question.article or "", set())
         relevant_reply = question.answerable and result.decision in ("answered", "suggested") and bool(cited & wanted)
-        stated = question.answer is None or question.answer.casefold() in result.reply.casefold()
+        stated = question.states_answer(result.reply)
         evaluation.results.append(
             KindResult(
                 question.question, question.answerable, result.decision, relevant_reply, relevant_reply and stated

@@ -11,6 +11,7 @@ class EvaluationKind(models.TextChoices):
     FUSION = "fusion", "Fusion experiment"
     THRESHOLD = "threshold", "Threshold experiment"
     CHUNKING = "chunking", "Chunking experiment"
+    MODELS = "models", "Answer-model experiment"
 
 
 class EvaluationRun(models.Model):

@@ -7,7 +7,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from knowledge.rerank import default_reranker
+from knowledge.rerank import PACKAGED_RERANKER, default_reranker
 from knowledge.retrieval import default_config
 from lab.answer_evaluation import GoldChunk, read_golden_set
 from lab.experiments import fusion_settings, golden_stage_figures
@@ -86,3 +86,45 @@ def test_the_threshold_experiment_is_stored_reported_and_shown_in_the_admin(help
 def test_experiment_refuses_a_missing_collection(tmp_path):
     with pytest.raises(CommandError, match="No collection 'nope'"):
         call_command("experiment", "threshold", "--collection", "nope")
+
+
+def test_the_model_experiment_reads_each_set_with_each_model_and_counts_replies_that_state_the_fact(
+    helpcentre, tmp_path
+):
+    golden = write_golden(tmp_path)
+    labelled = tmp_path / "labelled.jsonl"
+    labelled.write_text(
+        json.dumps(
+            {
+                "question": "How long until a card refund shows on my statement?",
+                "audience": "public",
+                "answerable": True,
+                "answer": "a fact no article states",
+            }
+        )
+        + "\n"
+        + json.dumps({"question": "do you sell tickets to Mars?", "audience": "public", "answerable": False})
+        + "\n"
+    )
+    out = StringIO()
+    call_command(
+        "experiment",
+        "models",
+        "--dataset",
+        str(golden),
+        "--labelled",
+        f"{labelled}@helpcentre",
+        "--model",
+        PACKAGED_RERANKER,
+        stdout=out,
+    )
+
+    rows = {r["set"]: r for r in EvaluationRun.objects.get(kind="models").figures["rows"]}
+    assert set(rows) == {"golden (golden.jsonl)", "labelled.jsonl"}
+    assert all(r["model"] == PACKAGED_RERANKER and r["answerable"] == 1 for r in rows.values())
+    # The golden question's reply states "5 to 10 business days" and scores above the Mars question; the same
+    # question labelled with a fact no article states is not read right, and the AUC is then undefined.
+    assert rows["golden (golden.jsonl)"]["read_right"] == 1 and rows["golden (golden.jsonl)"]["sentence_top_auc"] == 1
+    assert rows["labelled.jsonl"]["read_right"] == 0 and rows["labelled.jsonl"]["sentence_top_auc"] is None
+    with pytest.raises(CommandError, match="--model: Reranker 'nowhere'"):
+        call_command("experiment", "models", "--dataset", str(golden), "--model", "nowhere")

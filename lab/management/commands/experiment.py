@@ -13,14 +13,16 @@ from answering.decide.abstention import rates_at, roc_auc
 from answering.services import default_services
 from conversations.records.turns import answer_model
 from knowledge.embeddings import default_embedder, secondary_embedder
+from knowledge.errors import RerankerUnavailable
 from knowledge.models import Collection
+from knowledge.rerank import PACKAGED_RERANKER, CrossEncoder, resolve_reranker_dir
 from knowledge.retrieval import default_config
 from lab.answer_evaluation import GOLDEN_SET, GoldenQuestion, read_golden_set
-from lab.calibration import SAMPLE_SET, LabelledQuestion, labelled_set
+from lab.calibration import SAMPLE_SET, SAMPLE_SETS, LabelledQuestion, labelled_set
 from lab.chunking_experiment import VARIANTS, run_chunking_experiment
 from lab.errors import CalibrationError, GoldenSetError
 from lab.evaluation_runs import close_run, open_run
-from lab.experiments import as_labelled, fusion_experiment, threshold_experiment
+from lab.experiments import as_labelled, fusion_experiment, model_experiment, threshold_experiment
 from lab.report import Section, bar_chart, tradeoff_chart, write_report
 
 Result = tuple[list[dict[str, Any]], list[Section], dict[str, bytes]]
@@ -33,11 +35,14 @@ class Command(BaseCommand):
         "reranker; `threshold` sweeps the cut of the abstention decision on the golden set and labelled sets "
         "(answerable answered vs unanswerable answered, the cut in force marked); `chunking` re-indexes the "
         "help centre (and StackFAQ with --stackfaq) with each chunking strategy and compares recall@3, MRR and "
-        "index size."
+        "index size; `models` reads the golden set and labelled sets with each answer-scoring cross-encoder "
+        "(the one in force and the packaged reranker, or those named with --model) and compares for how many "
+        "answerable questions the reply states the fact, and how well the best statement's score tells those "
+        "replies from the rest."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("what", choices=["fusion", "threshold", "chunking"])
+        parser.add_argument("what", choices=["fusion", "threshold", "chunking", "models"])
         parser.add_argument("--dataset", type=Path, default=GOLDEN_SET, help="A golden JSONL")
         parser.add_argument("--collection", default="helpcentre")
         parser.add_argument("--stackfaq", type=Path, default=None, help="chunking: also a BEIR folder, e.g. StackFAQ")
@@ -48,8 +53,16 @@ class Command(BaseCommand):
             action="append",
             default=None,
             metavar="FILE@COLLECTION",
-            help="threshold: also a labelled question set asked of its collection (default: the sample "
-            "calibration set on --collection); repeat for several",
+            help="threshold, models: also a labelled question set asked of its collection (default: the sample "
+            "calibration set on --collection; for models the three help-centre calibration sets); repeat for several",
+        )
+        parser.add_argument(
+            "--model",
+            action="append",
+            default=None,
+            metavar="NAME",
+            help="models: a cross-encoder to compare, as RERANK_MODEL names one (default: the one in force and the "
+            "packaged reranker); repeat for several",
         )
         parser.add_argument("--json", type=Path, default=None)
         parser.add_argument("--report", type=Path, default=None, help="Write an HTML report with plots here")
@@ -115,12 +128,7 @@ class Command(BaseCommand):
         sets: list[tuple[str, list[LabelledQuestion], Collection]] = [
             (f"golden ({options['dataset'].name})", [as_labelled(q) for q in questions], collection)
         ]
-        for spec in options["labelled"] or [str(SAMPLE_SET)]:
-            try:
-                path, labelled, on = labelled_set(spec, collection.name)
-            except CalibrationError as exc:
-                raise CommandError(f"--labelled: {exc}") from None
-            sets.append((Path(path).name, labelled, on))
+        sets += self._labelled_sets(options, collection, [str(SAMPLE_SET)])
         bar = self._bar(sum(len(q) for _, q, _ in sets), "question")
         rows: list[dict[str, Any]] = []
         curves: dict[str, list[tuple[float, float]]] = {}
@@ -200,6 +208,43 @@ class Command(BaseCommand):
             ["threshold"],
         )
         return rows, [section], {"threshold": plot}
+
+    def _labelled_sets(
+        self, options: dict[str, Any], collection: Collection, default: list[str]
+    ) -> list[tuple[str, list[LabelledQuestion], Collection]]:
+        sets = []
+        for spec in options["labelled"] or default:
+            try:
+                path, labelled, on = labelled_set(spec, collection.name)
+            except CalibrationError as exc:
+                raise CommandError(f"--labelled: {exc}") from None
+            sets.append((Path(path).name, labelled, on))
+        return sets
+
+    def _models(self, questions: list[GoldenQuestion], collection: Collection, options: dict[str, Any]) -> Result:
+        names = list(dict.fromkeys(options["model"] or [settings.RERANK_MODEL, PACKAGED_RERANKER]))
+        try:
+            models = {
+                name: CrossEncoder(resolve_reranker_dir(name), max_tokens=settings.RERANK_MAX_TOKENS) for name in names
+            }
+        except RerankerUnavailable as exc:
+            raise CommandError(f"--model: {exc}") from None
+        sets = [(f"golden ({options['dataset'].name})", [as_labelled(q) for q in questions], collection)]
+        sets += self._labelled_sets(options, collection, [str(path) for path in SAMPLE_SETS])
+        bar = self._bar(len(models) * sum(len(q) for _, q, _ in sets), "question")
+        figures = model_experiment(models, sets, default_services(), progress=lambda *_: bar.update(1))
+        bar.close()
+        rows = [f.as_dict() for f in figures]
+        section = Section(
+            "Answer-scoring models",
+            "Each labelled set read with each cross-encoder as reranker and reader's evidence. Read right: "
+            "answerable questions whose reply states the set's fact (any reply, where the set names none). AUC: "
+            "how well the best statement's score tells those replies from all others, before any decision.",
+            list(rows[0]) if rows else [],
+            [list(r.values()) for r in rows],
+            [],
+        )
+        return rows, [section], {}
 
     def _chunking(self, questions: list[GoldenQuestion], collection: Collection, options: dict[str, Any]) -> Result:
         bar = self._bar(len(VARIANTS) * (2 if options["stackfaq"] else 1), "step")

@@ -376,7 +376,9 @@ RERANK_ENABLED = env_bool(
 RERANK_MODEL = env_str(
     "RERANK_MODEL",
     "ms-marco-MiniLM-L-12-v2-int8",
-    help="The cross-encoder that reranks: the packaged int8 reranker, or a folder with model.onnx and tokenizer.json.",
+    help="The cross-encoder that reranks: the packaged int8 reranker, or a folder with model.onnx and tokenizer.json. "
+    "Its scores are the answer decision's first signals: after changing it, run calibrate for each collection "
+    "(until then the shipped default, fitted on the packaged reranker, decides).",
 )
 RERANK_CANDIDATES = env_int(
     "RERANK_CANDIDATES",

@@ -32,10 +32,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from django.conf import settings
 
 from answering.errors import AbstentionModelError
 from answering.ground.claims import content_words, numbers_in
 from knowledge.query import identifiers
+from knowledge.rerank import PACKAGED_RERANKER
 from knowledge.stages import RANKING_STAGES, Stage
 from knowledge.stemming import stems
 
@@ -189,6 +191,9 @@ class AnswerModel:
     fitted_on: str = ""
     # A model stored before suggestions existed has none: its suggest cut is its answer cut.
     suggest_cut: float | None = None
+    # The cross-encoder (RERANK_MODEL) whose scores it was fitted on; one stored before this was recorded
+    # was fitted on the packaged reranker's.
+    scored_with: str = PACKAGED_RERANKER
 
     @property
     def suggests_from(self) -> float:
@@ -223,6 +228,7 @@ class AnswerModel:
                 float(data["cut"]),
                 str(data.get("fitted_on", "")),
                 None if data.get("suggest_cut") is None else float(data["suggest_cut"]),
+                str(data.get("scored_with", PACKAGED_RERANKER)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise AbstentionModelError(f"not an abstention model: {exc}") from None
@@ -244,6 +250,7 @@ def fit(
     *,
     groups: Sequence[str] | None = None,
     fitted_on: str = "",
+    scored_with: str = PACKAGED_RERANKER,
 ) -> AnswerModel:
     """A logistic regression by Newton's method (L2-penalised), with its two cuts (`with_cuts`). Both classes
     weigh the same, and so does each group (the labelled set of one collection), however many questions
@@ -280,6 +287,7 @@ def fit(
         float(beta[-1]),
         0.5,
         fitted_on,
+        scored_with=scored_with,
     )
     return _with_best_cut(model, rows)
 
@@ -375,5 +383,11 @@ def read_model(path: Path) -> AnswerModel:
 
 @cache
 def default_model() -> AnswerModel:
-    """The shipped default (the decision for a collection nobody has calibrated)."""
+    """The shipped default (the decision for a collection nobody has calibrated), fitted on the packaged
+    reranker's scores: with a cross-encoder of one's own in force, `fits_in_force` says it does not fit."""
     return read_model(DEFAULT_MODEL)
+
+
+def fits_in_force(model: AnswerModel) -> bool:
+    """Whether a decision was fitted on the scores of the cross-encoder in force (RERANK_MODEL)."""
+    return model.scored_with == settings.RERANK_MODEL

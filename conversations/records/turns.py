@@ -7,11 +7,12 @@ import logging
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import date
+from functools import cache
 
 from django.conf import settings
 from django.utils import timezone
 
-from answering.decide.abstention import PROBABILITY, AnswerModel, default_model
+from answering.decide.abstention import PROBABILITY, AnswerModel, default_model, fits_in_force
 from answering.outcome import Outcome, failed
 from answering.pipeline import answer
 from answering.question import DEFAULT_POLICY, Question
@@ -34,12 +35,38 @@ def current_policy(collection: Collection) -> str:
 
 
 def answer_model(collection: Collection) -> AnswerModel:
-    """The collection's calibrated decision, else the shipped default; ABSTAIN_THRESHOLD, when set, moves
-    the cut (a probability)."""
-    chosen = AbstentionThreshold.objects.filter(collection=collection, signal=PROBABILITY).order_by("-created_at")
-    stored = chosen.first()
-    model = AnswerModel.from_json(stored.model) if stored is not None else default_model()
+    """The collection's newest decision calibrated with the cross-encoder in force, else the shipped
+    default; ABSTAIN_THRESHOLD, when set, moves the cut (a probability). A decision fitted on another
+    cross-encoder's scores (RERANK_MODEL changed since) would read them on the wrong scale."""
+    model = stored_decision(collection)
+    if model is None:
+        model = default_model()
+        if not fits_in_force(model):
+            warn_stale_decision(collection.name, model.scored_with)
     return model if settings.ABSTAIN_THRESHOLD is None else replace(model, cut=settings.ABSTAIN_THRESHOLD)
+
+
+def stored_decision(collection: Collection, scored_with: str | None = None) -> AnswerModel | None:
+    """The newest decision stored for the collection that was fitted on the scores of `scored_with`
+    (default: the cross-encoder in force)."""
+    wanted = scored_with or settings.RERANK_MODEL
+    stored = AbstentionThreshold.objects.filter(collection=collection, signal=PROBABILITY).order_by("-created_at")
+    models = (AnswerModel.from_json(threshold.model) for threshold in stored)
+    return next((model for model in models if model.scored_with == wanted), None)
+
+
+@cache
+def warn_stale_decision(collection: str, scored_with: str) -> None:
+    """Once a process: the collection has no decision for the cross-encoder in force, and the shipped default
+    was fitted on another's scores."""
+    logger.warning(
+        "%s: the shipped answer decision was fitted on %s's scores, not RERANK_MODEL=%s's; it decides, on the "
+        "wrong scale, until `manage.py calibrate --collection %s` fits one.",
+        collection,
+        scored_with,
+        settings.RERANK_MODEL,
+        collection,
+    )
 
 
 def _history(conversation: Conversation, before: Message) -> list[tuple[str, str]]:

@@ -9,7 +9,8 @@ from django.core.management import CommandError, call_command
 
 from answering.decide.abstention import PROBABILITY, default_model, read_model
 from conversations.models import AbstentionThreshold, Conversation
-from conversations.records.turns import answer_model
+from conversations.records.turns import answer_model, warn_stale_decision
+from knowledge.rerank import PACKAGED_RERANKER, resolve_reranker_dir
 
 pytestmark = pytest.mark.django_db
 
@@ -65,6 +66,45 @@ def test_calibrate_fits_the_decision_prints_its_tradeoff_and_stores_it(helpcentr
     (tmp_path / "broken.jsonl").write_text("{not json\n")
     with pytest.raises(CommandError, match=r"broken.jsonl:1"):
         run("calibrate", "--dataset", str(tmp_path / "broken.jsonl"))
+
+
+def test_a_decision_decides_only_with_the_model_whose_scores_it_was_fitted_on(
+    helpcentre, tmp_path: Path, settings, caplog
+):
+    dataset = labelled_set(tmp_path / "set.jsonl")
+    signals = tmp_path / "signals.json"
+    run("calibrate", "--dataset", str(dataset), "--json", str(signals))
+    fitted = answer_model(helpcentre)
+    assert fitted.scored_with == PACKAGED_RERANKER == default_model().scored_with and fitted != default_model()
+    assert {r["scored_with"] for r in json.loads(signals.read_text())} == {PACKAGED_RERANKER}
+
+    # A cross-encoder of one's own in force (here the same weights named as a folder): the stored decision
+    # would read its scores on the wrong scale, so the shipped default decides, with a warning, until
+    # calibrate fits one with it; signals scored by another model are not stored for it.
+    settings.RERANK_MODEL = str(resolve_reranker_dir(PACKAGED_RERANKER))
+    warn_stale_decision.cache_clear()  # said once a process: this test must see it said
+    with caplog.at_level("WARNING"):
+        assert answer_model(helpcentre) == default_model()
+    assert f"not RERANK_MODEL={settings.RERANK_MODEL}'s" in caplog.text
+    assert "Nothing stored" in run("calibrate", "--signals", str(signals), "--if-missing")
+    with pytest.raises(CommandError, match="would never decide"):
+        run("calibrate", "--signals", str(signals))
+    assert "already calibrated" not in run("calibrate", "--dataset", str(dataset), "--if-missing")
+    own = answer_model(helpcentre)
+    assert own.scored_with == settings.RERANK_MODEL and AbstentionThreshold.objects.count() == 2
+    assert "already calibrated" in run("calibrate", "--dataset", str(dataset), "--if-missing")
+    # Back to the packaged reranker: its own decision, stored first, decides again.
+    settings.RERANK_MODEL = PACKAGED_RERANKER
+    assert answer_model(helpcentre) == fitted
+
+    # Signals written before the model was recorded were scored by the packaged reranker.
+    old = [{k: v for k, v in r.items() if k != "scored_with"} for r in json.loads(signals.read_text())]
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    run("calibrate", "--signals", str(tmp_path / "old.json"), "--save-model", str(tmp_path / "m.json"))
+    assert read_model(tmp_path / "m.json").scored_with == PACKAGED_RERANKER
+    (tmp_path / "mixed.json").write_text(json.dumps([*old, {**old[0], "scored_with": "elsewhere"}]))
+    with pytest.raises(CommandError, match="holds the scores of several models"):
+        run("calibrate", "--signals", str(tmp_path / "mixed.json"))
 
 
 def test_evaluate_kinds_asks_a_labelled_set_as_full_turns_and_counts_each_kind(helpcentre, tmp_path: Path):

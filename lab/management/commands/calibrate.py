@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
@@ -27,8 +28,9 @@ from answering.decide.abstention import (
 from answering.errors import AbstentionModelError
 from answering.services import default_services
 from conversations.models import AbstentionThreshold
-from conversations.records.turns import answer_model
+from conversations.records.turns import answer_model, stored_decision
 from knowledge.models import Collection
+from knowledge.rerank import PACKAGED_RERANKER
 from knowledge.sync import DEMO_COLLECTION
 from lab.calibration import SAMPLE_SETS, Asked, LabelledQuestion, calibrate, labelled_set, pairs_of
 from lab.errors import CalibrationError
@@ -123,11 +125,13 @@ class Command(BaseCommand):
                 asked.append((path, collection.name, calibrate(questions, collection, services, progress=_ticker(bar))))
         return asked
 
-    def _read_signals(self, path: Path) -> list[tuple[str, str, list[Asked]]]:
-        """Signals written by an earlier --json: fitting again costs no question asked."""
+    def _read_signals(self, path: Path) -> tuple[list[tuple[str, str, list[Asked]]], str]:
+        """Signals written by an earlier --json (fitting again costs no question asked), and the cross-encoder
+        whose scores they hold (a file written before that was recorded holds the packaged reranker's)."""
         try:
             records = json.loads(path.read_text(encoding="utf-8"))
             by_set: dict[tuple[str, str], list[Asked]] = {}
+            scored_with = {str(record.get("scored_with", PACKAGED_RERANKER)) for record in records}
             for record in records:
                 signals = {name: float(record["signals"][name]) for name in SIGNALS}
                 key = (str(record["dataset"]), str(record["collection"]))
@@ -138,12 +142,16 @@ class Command(BaseCommand):
                         "run calibrate --json again to record it."
                     )
                 by_set.setdefault(key, []).append(Asked(signals, answerable, bool(record["right"])))
-        except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CommandError(f"--signals {path}: not signals written by calibrate --json ({exc})") from None
+        if len(scored_with) != 1:
+            raise CommandError(
+                f"--signals {path}: holds the scores of several models ({', '.join(sorted(scored_with))})."
+            )
         for _, name in by_set:
             if not Collection.objects.filter(name=name).exists():
                 raise CommandError(f"--signals {path}: no collection {name!r}.")
-        return [(dataset, name, found) for (dataset, name), found in by_set.items()]
+        return [(dataset, name, found) for (dataset, name), found in by_set.items()], scored_with.pop()
 
     def handle(self, *args: Any, **options: Any) -> None:
         for option in ("max_wrong", "suggest_reach"):
@@ -151,15 +159,29 @@ class Command(BaseCommand):
                 raise CommandError(f"--{option.replace('_', '-')} must be a share between 0 and 1, e.g. 0.1.")
         sets = [] if options["signals"] else self._sets(options)
         target = sets[0][2] if sets else self._collection(options)
-        stored = AbstentionThreshold.objects.filter(collection=target, signal=PROBABILITY).first()
-        if options["if_missing"] and stored is not None and options["save_model"] is None:
-            self.stdout.write(f"{target.name}: abstention decision already calibrated ({stored}).")
+        read, scored_with = (
+            self._read_signals(options["signals"]) if options["signals"] else ([], settings.RERANK_MODEL)
+        )
+        stores = options["save_model"] is None and not options["dry_run"]
+        # A decision decides only with the cross-encoder whose scores it was fitted on.
+        if stores and scored_with != settings.RERANK_MODEL:
+            message = (
+                f"{target.name}: the signals were scored by {scored_with}, not by RERANK_MODEL="
+                f"{settings.RERANK_MODEL}, so a decision fitted on them would never decide; calibrate with "
+                "--dataset to read the questions with the model in force."
+            )
+            if options["if_missing"]:
+                self.stdout.write(message + " Nothing stored.")
+                return
+            raise CommandError(message)
+        if options["if_missing"] and stores and stored_decision(target, scored_with) is not None:
+            self.stdout.write(f"{target.name}: abstention decision already calibrated for {scored_with}.")
             return
         try:
             given = read_model(options["decision"]) if options["decision"] is not None else None
         except AbstentionModelError as exc:
             raise CommandError(f"--decision: {exc}") from None
-        asked = self._read_signals(options["signals"]) if options["signals"] else self._ask(sets)
+        asked = read if options["signals"] else self._ask(sets)
         rows: list[Asked] = []
         groups: list[str] = []
         for path, name, found in asked:
@@ -185,6 +207,7 @@ class Command(BaseCommand):
                             "signals": a.signals,
                             "answerable": a.answerable,
                             "right": a.right,
+                            "scored_with": scored_with,
                         }
                         for path, name, found in asked
                         for a in found
@@ -200,6 +223,7 @@ class Command(BaseCommand):
                 [(a.signals, a.right) for a in rows],
                 groups=groups,
                 fitted_on=" + ".join(f"{path}@{name}" for path, name, _ in asked),
+                scored_with=scored_with,
             )
         except AbstentionModelError as exc:
             raise CommandError(str(exc)) from None

@@ -3,6 +3,7 @@
 import json
 from dataclasses import replace
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -15,6 +16,17 @@ from lab.models import EvaluationRun
 from tests.conversations.tiny_golden import write_golden
 
 pytestmark = pytest.mark.django_db
+
+
+def write_labelled(folder: Path, answerable: dict[str, str]) -> Path:
+    """A labelled set of one answerable question (as given) and one the help centre does not cover."""
+    path = folder / "labelled.jsonl"
+    rows = [
+        {"audience": "public", "answerable": True, **answerable},
+        {"question": "do you sell tickets to Mars?", "audience": "public", "answerable": False},
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
 
 
 def test_fusion_settings_cover_rrf_and_every_alpha_with_and_without_the_reranker():
@@ -42,13 +54,7 @@ def test_stage_figures_credit_only_questions_whose_answer_a_stage_ranks(helpcent
 
 def test_the_threshold_experiment_is_stored_reported_and_shown_in_the_admin(helpcentre, tmp_path, admin_client):
     golden = write_golden(tmp_path)
-    labelled = tmp_path / "labelled.jsonl"
-    labelled.write_text(
-        json.dumps({"question": "when does a card refund arrive?", "audience": "public", "answerable": True})
-        + "\n"
-        + json.dumps({"question": "do you sell tickets to Mars?", "audience": "public", "answerable": False})
-        + "\n"
-    )
+    labelled = write_labelled(tmp_path, {"question": "when does a card refund arrive?"})
     out = StringIO()
     call_command(
         "experiment",
@@ -92,19 +98,9 @@ def test_the_model_experiment_reads_each_set_with_each_model_and_counts_replies_
     helpcentre, tmp_path
 ):
     golden = write_golden(tmp_path)
-    labelled = tmp_path / "labelled.jsonl"
-    labelled.write_text(
-        json.dumps(
-            {
-                "question": "How long until a card refund shows on my statement?",
-                "audience": "public",
-                "answerable": True,
-                "answer": "a fact no article states",
-            }
-        )
-        + "\n"
-        + json.dumps({"question": "do you sell tickets to Mars?", "audience": "public", "answerable": False})
-        + "\n"
+    labelled = write_labelled(
+        tmp_path,
+        {"question": "How long until a card refund shows on my statement?", "answer": "a fact no article states"},
     )
     out = StringIO()
     call_command(

@@ -10,6 +10,7 @@ from datetime import date
 from functools import cache
 
 from django.conf import settings
+from django.db.models import Q
 from django.utils import timezone
 
 from answering.decide.abstention import PROBABILITY, AnswerModel, default_model, fits_in_force
@@ -22,6 +23,7 @@ from conversations.models import AbstentionThreshold, Conversation, Message, Rol
 from conversations.records.memory import background_for
 from conversations.records.recording import TurnResult, record_turn
 from knowledge.models import Collection
+from knowledge.rerank import PACKAGED_RERANKER
 from supportbot.stopwatch import Stopwatch
 
 logger = logging.getLogger(__name__)
@@ -50,9 +52,15 @@ def stored_decision(collection: Collection, scored_with: str | None = None) -> A
     """The newest decision stored for the collection that was fitted on the scores of `scored_with`
     (default: the cross-encoder in force)."""
     wanted = scored_with or settings.RERANK_MODEL
-    stored = AbstentionThreshold.objects.filter(collection=collection, signal=PROBABILITY).order_by("-created_at")
-    models = (AnswerModel.from_json(threshold.model) for threshold in stored)
-    return next((model for model in models if model.scored_with == wanted), None)
+    fits = Q(model__scored_with=wanted)
+    if wanted == PACKAGED_RERANKER:  # a decision stored before the model was recorded was fitted on it
+        fits |= ~Q(model__has_key="scored_with")
+    stored = (
+        AbstentionThreshold.objects.filter(fits, collection=collection, signal=PROBABILITY)
+        .order_by("-created_at")
+        .first()
+    )
+    return AnswerModel.from_json(stored.model) if stored is not None else None
 
 
 @cache

@@ -15,7 +15,7 @@ from conversations.records.turns import answer_model
 from knowledge.embeddings import default_embedder, secondary_embedder
 from knowledge.errors import RerankerUnavailable
 from knowledge.models import Collection
-from knowledge.rerank import PACKAGED_RERANKER, CrossEncoder, resolve_reranker_dir
+from knowledge.rerank import PACKAGED_RERANKER, CrossEncoder, default_reranker, resolve_reranker_dir
 from knowledge.retrieval import default_config
 from lab.answer_evaluation import GOLDEN_SET, GoldenQuestion, read_golden_set
 from lab.calibration import SAMPLE_SET, SAMPLE_SETS, LabelledQuestion, labelled_set
@@ -224,8 +224,12 @@ class Command(BaseCommand):
     def _models(self, questions: list[GoldenQuestion], collection: Collection, options: dict[str, Any]) -> Result:
         names = list(dict.fromkeys(options["model"] or [settings.RERANK_MODEL, PACKAGED_RERANKER]))
         try:
+            # The one in force is loaded already.
             models = {
-                name: CrossEncoder(resolve_reranker_dir(name), max_tokens=settings.RERANK_MAX_TOKENS) for name in names
+                name: default_reranker()
+                if name == settings.RERANK_MODEL
+                else CrossEncoder(resolve_reranker_dir(name), max_tokens=settings.RERANK_MAX_TOKENS)
+                for name in names
             }
         except RerankerUnavailable as exc:
             raise CommandError(f"--model: {exc}") from None

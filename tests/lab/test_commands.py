@@ -85,7 +85,9 @@ def test_a_decision_decides_only_with_the_model_whose_scores_it_was_fitted_on(
     warn_stale_decision.cache_clear()  # said once a process: this test must see it said
     with caplog.at_level("WARNING"):
         assert answer_model(helpcentre) == default_model()
-    assert f"not RERANK_MODEL={settings.RERANK_MODEL}'s" in caplog.text
+    # Logs pass through the personal-data masker, which may rewrite a path: the warning is told by its shape.
+    assert "the shipped answer decision was fitted on" in caplog.text
+    assert "until `manage.py calibrate --collection helpcentre` fits one" in caplog.text
     assert "Nothing stored" in run("calibrate", "--signals", str(signals), "--if-missing")
     with pytest.raises(CommandError, match="would never decide"):
         run("calibrate", "--signals", str(signals))

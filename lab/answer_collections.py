@@ -19,7 +19,7 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from lab.answer_sources import OUT, SELQA, _show, split_of
+from lab.answer_sources import OUT, SELQA, show_at_commit, split_of
 
 COLLECTIONS = OUT / "collections"
 # Share of a split's pages written as articles; questions about the rest are the unanswerable ones.
@@ -38,7 +38,7 @@ def build(mirrors: Path) -> dict[str, dict[str, int]]:
     items = [
         item
         for part in ("ass/selqa-ass-dev.json", "ass/selqa-ass-test.json")
-        for item in json.loads(_show(mirrors, SELQA, part))
+        for item in json.loads(show_at_commit(mirrors, SELQA, part))
         if item["answers"]
     ]
     counts: dict[str, dict[str, int]] = {}

@@ -40,7 +40,7 @@ SOURCE_NAMES = ("selqa", "dstc9", "dstc11")
 MAX_FAQ_QUESTIONS = 3000
 
 
-def _show(mirrors: Path, repo: tuple[str, str], path: str) -> bytes:
+def show_at_commit(mirrors: Path, repo: tuple[str, str], path: str) -> bytes:
     git_dir = mirrors / repo[0].replace("/", "+") / "repo"
     return subprocess.run(
         ["git", "--git-dir", str(git_dir), "show", f"{repo[1]}:{path}"], check=True, capture_output=True
@@ -57,7 +57,7 @@ def selqa(mirrors: Path) -> Iterator[Row]:
     """SelQA answer-sentence selection: a question written about one Wikipedia section, every sentence of
     the section a candidate, the answering ones marked. Split by article."""
     for part in ("ass/selqa-ass-dev.json", "ass/selqa-ass-test.json"):
-        for item in json.loads(_show(mirrors, SELQA, part)):
+        for item in json.loads(show_at_commit(mirrors, SELQA, part)):
             if not item["answers"]:
                 continue
             heading = f"{item['article']} › {item['section']}"
@@ -81,7 +81,7 @@ def dstc9_faqs(mirrors: Path) -> Iterator[Row]:
     rows: list[Row] = []
     seen: set[tuple[str, str]] = set()
     for part in ("data/knowledge.json", "data_eval/knowledge.json"):
-        for domain, entities in json.loads(_show(mirrors, DSTC9, part)).items():
+        for domain, entities in json.loads(show_at_commit(mirrors, DSTC9, part)).items():
             for entity in entities.values():
                 name = entity["name"] or domain
                 docs = list(entity["docs"].values())
@@ -106,9 +106,9 @@ def dstc11_turns(mirrors: Path) -> Iterator[Row]:
     """DSTC11 track 5 validation: a customer's turn in a booking dialogue, answered from an entity's FAQs
     (under their question heading) and its reviews' sentences; the labelled items answer, the entity's other
     items do not."""
-    knowledge = json.loads(_show(mirrors, DSTC11, "data/knowledge.json"))
-    logs = json.loads(_show(mirrors, DSTC11, "data/val/logs.json"))
-    labels = json.loads(_show(mirrors, DSTC11, "data/val/labels.json"))
+    knowledge = json.loads(show_at_commit(mirrors, DSTC11, "data/knowledge.json"))
+    logs = json.loads(show_at_commit(mirrors, DSTC11, "data/val/logs.json"))
+    labels = json.loads(show_at_commit(mirrors, DSTC11, "data/val/labels.json"))
     for log, label in zip(logs, labels, strict=True):
         if not label["target"]:
             continue

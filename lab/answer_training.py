@@ -5,7 +5,7 @@ It starts from the shipped int8 reranker (ms-marco-MiniLM-L-12-v2) turned back i
 per weight tensor with zero point 0 for the int8 matrices, a scale and a zero point for the uint8 embeddings.
 A student keeps every second of its 12 layers, is fine-tuned on lab/datasets/answers/train-*.jsonl (public sets
 with statement-level labels; negatives are statements of the same page that do not answer), exported to ONNX
-and quantised to int8 with one scale per output channel (export_int8 says why). The dev and test splits
+and quantised to int8 with one scale per output channel (lab.onnx_export says why). The dev and test splits
 (other pages) measure it beside the shipped reranker. Deterministic: fixed seeds, fixed sampling,
 deterministic torch kernels, no download.
 
@@ -17,11 +17,9 @@ Torch, transformers and onnx are needed here only; serving runs the exported fil
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import random
-import shutil
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -34,10 +32,11 @@ import numpy as np
 from knowledge.rerank import PACKAGED_RERANKER, CrossEncoder, resolve_reranker_dir
 from lab.answer_sources import SOURCE_NAMES, split_file
 from lab.errors import AnswerDataError
+from lab.fine_tuning import adamw_with_warmup, take_step
 from lab.jsonl import json_lines
+from lab.onnx_export import MODEL_FILE, export_int8
 
 DATA = Path(__file__).resolve().parent / "datasets" / "answers"
-MODEL_FILE = "model.onnx"
 METRICS_FILE = "metrics.json"
 
 
@@ -202,11 +201,7 @@ def train(
     rng = random.Random(plan.seed)
     steps_per_epoch = math.ceil(len(groups) / plan.groups_per_step)
     total = steps_per_epoch * plan.epochs
-    optimiser = torch.optim.AdamW(model.parameters(), lr=plan.learning_rate, weight_decay=0.01)
-    warmup = max(1, int(total * plan.warmup))
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimiser, lambda step: min((step + 1) / warmup, max(0.0, (total - step) / max(1, total - warmup)))
-    )
+    optimiser, schedule = adamw_with_warmup(model, plan.learning_rate, total, plan.warmup)
     model.train()
     started = time.monotonic()
     step = 0
@@ -233,63 +228,13 @@ def train(
                     taught = torch.log_softmax(torch.from_numpy(teacher.score(question, [t for t, _ in sample])), 0)
                     kl = torch.sum(taught.exp() * (taught - torch.log_softmax(z, 0)))
                     loss = loss + plan.distillation * kl / len(batch)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimiser.step()
-            schedule.step()
-            optimiser.zero_grad()
+            take_step(model, loss, optimiser, schedule)
             step += 1
             if step % 50 == 0 or step == total:
                 rate = step * plan.groups_per_step * plan.statements_per_group / (time.monotonic() - started)
                 log(f"step {step}/{total}  loss {loss.item():.3f}  {rate:.0f} pairs/s")
     model.eval()
     return model
-
-
-def export_int8(model: Any, tokenizer_path: Path, out: Path) -> str:
-    """ONNX with the reranker's inputs and output (`logits`), its weights quantised to int8 with one scale per
-    output channel and a 7-bit range (onnxruntime's dynamic quantisation); returns the SHA-256 of the file
-    written. One scale per tensor is what the shipped reranker uses, but a fine-tuned model's matrices have
-    outlying channels that it crushes (a fine-tuned 12-layer model agreed with its own float weights at
-    Pearson 0.79), and the full 8-bit range saturates the u8×s8 products of CPUs without VNNI."""
-    import torch
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    out.mkdir(parents=True, exist_ok=True)
-    staging = out / "model.float.onnx"
-    dummy = {
-        "input_ids": torch.ones(2, 12, dtype=torch.long),
-        "attention_mask": torch.ones(2, 12, dtype=torch.long),
-        "token_type_ids": torch.zeros(2, 12, dtype=torch.long),
-    }
-    dynamic = {name: {0: "batch", 1: "tokens"} for name in dummy}
-
-    class Logits(torch.nn.Module):
-        def __init__(self, inner: Any) -> None:
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            return self.inner(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).logits
-
-    torch.onnx.export(
-        Logits(model),
-        (dummy["input_ids"], dummy["attention_mask"], dummy["token_type_ids"]),
-        str(staging),
-        input_names=list(dummy),
-        output_names=["logits"],
-        dynamic_axes={**dynamic, "logits": {0: "batch"}},
-        opset_version=17,
-        dynamo=False,
-    )
-    quantize_dynamic(
-        str(staging), str(out / MODEL_FILE), weight_type=QuantType.QInt8, per_channel=True, reduce_range=True
-    )
-    staging.unlink()
-    shutil.copyfile(tokenizer_path, out / "tokenizer.json")
-    digest = hashlib.sha256((out / MODEL_FILE).read_bytes()).hexdigest()
-    (out / f"{MODEL_FILE}.sha256").write_text(f"{digest}  {MODEL_FILE}\n")
-    return digest
 
 
 def export_agreement(model: Any, exported: CrossEncoder, groups: list[Group], tokenizer_path: Path) -> float:

@@ -41,3 +41,7 @@ class GapLabelError(ValueError):
 
 class AnswerDataError(ValueError):
     """A malformed answer-model data set (lab/datasets/answers/), named by file and line."""
+
+
+class NamesDataError(ValueError):
+    """A file of the name tagger's data is not as lab.names_sources writes it."""

@@ -564,6 +564,19 @@ if set(PII_ENTITIES) - _KNOWN_PII:
     raise ImproperlyConfigured(
         f"PII_ENTITIES has unknown kinds {sorted(set(PII_ENTITIES) - _KNOWN_PII)}; known: {sorted(_KNOWN_PII)}."
     )
+# Names are read by spaCy's model and by a tagger of our own (lab/names_training.py), trained on public NER
+# text of many genres; the union is masked. "off" leaves names to spaCy and the rules.
+NAME_TAGGER = env_str(
+    "NAME_TAGGER",
+    str(BASE_DIR / "answering" / "privacy" / "name_tagger"),
+    help="The name tagger read beside spaCy when masking personal data: a folder with model.onnx and "
+    "tokenizer.json (lab.names_training writes one), or off.",
+)
+if NAME_TAGGER != "off" and not all((Path(NAME_TAGGER) / f).is_file() for f in ("model.onnx", "tokenizer.json")):
+    raise ImproperlyConfigured(
+        f"NAME_TAGGER={NAME_TAGGER!r} must be a folder with model.onnx and tokenizer.json "
+        "(python -m lab.names_training --out FOLDER writes one), or off."
+    )
 # How many retrieved chunks a turn considers, and the token budget of the context given to the generator.
 ANSWER_PASSAGES = env_int(
     "ANSWER_PASSAGES", 6, minimum=1, maximum=20, help="How many retrieved chunks a turn considers."

@@ -383,3 +383,11 @@ def test_an_address_said_in_words_is_masked_up_to_where_the_sentence_goes_on():
 def test_a_local_number_of_seven_digits_is_a_phone_when_a_word_announces_it_and_a_reference_never_is():
     assert mask_pii("Phone: 451 5986").text == "Phone: <PHONE_NUMBER_1>"
     assert mask_pii("order no LO-3022303, contact on INV-4417200").text == "order no LO-3022303, contact on INV-4417200"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Why was KX-5521907 charged twice?", "is AB/77120 the right return label", "parcel 4410-DE never came"],
+)
+def test_letters_joined_to_digits_are_a_code_and_never_a_name(text):
+    assert mask_pii(text).text == text

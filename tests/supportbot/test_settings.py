@@ -106,3 +106,9 @@ def test_an_openai_compatible_server_is_named_by_its_base_url_and_model():
 def test_a_misconfigured_provider_stops_start_up_with_the_setting_named(env, message):
     status, output = _llm_settings(env)
     assert status != 0 and message in output
+
+
+def test_a_name_tagger_folder_without_its_model_stops_start_up_with_the_setting_named(tmp_path):
+    status, output = _llm_settings({"NAME_TAGGER": str(tmp_path)})
+    assert status != 0 and f"NAME_TAGGER={str(tmp_path)!r} must be a folder with model.onnx" in output
+    assert _llm_settings({"NAME_TAGGER": "off"})[0] == 0

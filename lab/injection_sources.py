@@ -354,6 +354,11 @@ def main() -> None:
     repos = sorted({r for r, *_ in specs} | {"asappresearch/abcd"})
     for repo in repos:
         print(f"{repo} @ {git(args.mirrors, repo, 'rev-parse', 'HEAD').strip()}")
+    print_counts(sets)
+
+
+def print_counts(sets: dict[str, list[Row]]) -> None:
+    """Each file's rows, and how many of them each repository gave, by label."""
     for name, rows in sets.items():
         counts: dict[tuple[str, object], int] = {}
         for row in rows:

@@ -35,6 +35,7 @@ from lab.injection_sources import (
     in_dev,
     letter_share,
     normalise,
+    print_counts,
     shuffled,
     write_jsonl,
 )
@@ -258,13 +259,7 @@ def main() -> None:
     parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"), help="folder of fetched snapshots")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    sets = build(args.mirrors, args.out)
-    for name, rows in sets.items():
-        counts: dict[tuple[str, object], int] = {}
-        for row in rows:
-            key = (str(row["source"]).split(":")[0], row["label"])
-            counts[key] = counts.get(key, 0) + 1
-        print(name, len(rows), dict(sorted(counts.items())))
+    print_counts(build(args.mirrors, args.out))
 
 
 if __name__ == "__main__":

@@ -268,16 +268,24 @@ def _stream(text: str) -> httpx2.Response:
 
 # --- the poisoned collection --------------------------------------------------------------------------
 def prepare_poisoned(
-    name: str, folder: Path, attacks: Sequence[Attack], *, source: Path, glossary: Path, policy: Path
+    name: str,
+    folder: Path,
+    attacks: Sequence[Attack],
+    *,
+    source: Path,
+    glossary: Path,
+    policy: Path,
+    signals: Path,
 ) -> Collection:
     """The poisoned copy written to ``folder`` and ingested as collection ``name`` as `make run` sets up
-    the clean one (glossary, policy, calibrated decision); an unchanged copy is skipped by its hashes."""
+    the clean one (glossary, policy, and the decision fitted on the calibration ``signals``, so both copies
+    decide alike); an unchanged copy is skipped by its hashes."""
     poison(source, folder, attacks)
     quiet = {"verbosity": 0, "stdout": io.StringIO(), "stderr": io.StringIO()}
     call_command("ingest", str(folder), collection=name, **quiet)
     call_command("glossary", str(glossary), collection=name, **quiet)
     call_command("policy", str(policy), collection=name, **quiet)
-    call_command("calibrate", collection=name, if_missing=True, **quiet)
+    call_command("calibrate", collection=name, if_missing=True, signals=signals, **quiet)
     return Collection.objects.select_related("embedding_space", "secondary_space").get(name=name)
 
 

@@ -349,6 +349,7 @@ class Command(BaseCommand):
                 source=settings.SAMPLE_HELP_CENTRE,
                 glossary=settings.SAMPLE_HELP_CENTRE.parent / "glossary.tsv",
                 policy=Path(settings.BASE_DIR) / "conversations" / "sample" / "policy.md",
+                signals=Path(settings.BASE_DIR) / "conversations" / "sample" / "helpcentre_signals.json",
             )
             services = services_for(options["provider"], default_services(), attacks)
         except (GoldenSetError, AttackSetError, InjectionSetupError) as exc:

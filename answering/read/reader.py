@@ -46,6 +46,17 @@ class ScoredSentence:
     # predecessor ("If it has shipped, you cannot cancel it." "Refuse the delivery.") scores here.
     after_previous: float | None = None
     step: bool = False
+    # Its section's heading read alone: what the statement gets for where it stands.
+    heading_score: float | None = None
+
+    @property
+    def says_more_than_heading(self) -> bool:
+        """Read alone it is a better answer than its heading alone: it bears on the question by what it
+        says. A statement is read with its heading in front, so one that says nothing about the question (an
+        order planted in a section the question is about, a sentence of another subject) borrows the
+        heading's relevance and reads below it. Its reading after the statement before it does not count:
+        that borrows the predecessor's relevance too."""
+        return self.heading_score is None or self.score > self.heading_score
 
     @property
     def statement(self) -> Statement:
@@ -88,6 +99,9 @@ def score_sentences(
     unread = [p for p in chosen if p.chunk_id is None or p.chunk_id not in read]
     fresh = read_passages(reranker, question, [(p.heading_path, p.text) for p in unread]) if unread else []
     now = {id(p): r.readings for p, r in zip(unread, fresh, strict=True)}
+    headed = [p for p in chosen if p.heading_path]
+    headings = reranker.score(question, [p.heading_path for p in headed]).tolist() if headed else []
+    heading_score = {id(p): score for p, score in zip(headed, headings, strict=True)}
     scored: list[ScoredSentence] = []
     for p in chosen:
         passage_readings = read[p.chunk_id] if p.chunk_id is not None and p.chunk_id in read else now[id(p)]
@@ -110,6 +124,7 @@ def score_sentences(
                 # Read after an instruction it would carry that instruction along: alone only.
                 r.after_previous if r.statement.position - 1 in quoted else None,
                 r.statement.step,
+                heading_score.get(id(p)),
             )
             for r in passage_readings
             if r.statement.position in quoted
@@ -184,20 +199,29 @@ def choose_statements(
 
 def _below_first(s: ScoredSentence, prior: float) -> ScoredSentence:
     paired = None if s.after_previous is None else s.after_previous - prior
-    return replace(s, score=s.score - prior, after_previous=paired)
+    heading = None if s.heading_score is None else s.heading_score - prior
+    return replace(s, score=s.score - prior, after_previous=paired, heading_score=heading)
 
 
 def _choose(scored: list[ScoredSentence], embed: Embed | None, settings: ReaderSettings) -> list[ScoredSentence]:
     ranked = sorted(scored, key=lambda s: -s.score)
     best = ranked[0].score
     leads = [s for s in ranked if s.score >= best - settings.lead_margin]
-    lead = next((s for s in leads if not s.statement.leans_on_previous and not s.statement.introduces), ranked[0])
+    standalone = [s for s in leads if not s.statement.leans_on_previous and not s.statement.introduces]
+    lead = next((s for s in standalone if s.says_more_than_heading), standalone[0] if standalone else ranked[0])
     paired = max(scored, key=lambda s: s.after_previous if s.after_previous is not None else -math.inf)
-    if paired.after_previous is not None and paired.after_previous >= best + settings.pair_gain:
+    if (
+        paired.after_previous is not None
+        and paired.after_previous >= best + settings.pair_gain
+        and paired.says_more_than_heading  # read after its predecessor, anything borrows that relevance
+    ):
         lead = paired  # the answer is this statement as the reply to the one before it: both are said
     chosen = [lead]
     before = _neighbour(scored, lead, -1)
-    if (lead is paired or lead.statement.leans_on_previous) and before is not None and _replies_to(lead, before):
+    # Said after the statement before it only when it reads at least as well as that one's reply (being the
+    # best pair reading of all is not enough: an order planted before the answer would ride along).
+    replies = lead.after_previous is not None and lead.after_previous >= lead.score
+    if (replies or lead.statement.leans_on_previous) and before is not None and _replies_to(lead, before):
         chosen.insert(0, before)
     after = _neighbour(scored, lead, 1)
     completion: list[ScoredSentence] = []
@@ -223,6 +247,8 @@ def _choose(scored: list[ScoredSentence], embed: Embed | None, settings: ReaderS
             candidate.statement.leans_on_previous or candidate.statement.introduces
         ):
             continue  # out of its place it would not make sense, or it only announces what follows
+        if not candidate.says_more_than_heading:
+            continue  # near the best only by its heading: it says nothing the question asked
         chosen.append(candidate)
     at = next(i for i, c in enumerate(chosen) if c is lead)
     head, rest = chosen[: at + 1], chosen[at + 1 :]

@@ -76,7 +76,8 @@ def suggested_sections(
     best_of: dict[tuple[str, str], ScoredSentence] = {}
     for s in scored:
         key = section_of(s)
-        if key is not None and (key not in best_of or s.score > best_of[key].score):
+        # A section is named for a statement that says something about the question, not for its heading.
+        if key is not None and s.says_more_than_heading and (key not in best_of or s.score > best_of[key].score):
             best_of[key] = s
     strongest = max((s.score for s in best_of.values()), default=0.0)
     for key, best in sorted(best_of.items(), key=lambda item: -item[1].score):

@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 
 from lab.injection_training import DATASETS, read_examples
-from lab.poisoning import POSITIONS, _blocks, sections
+from lab.poisoning import POSITIONS, section_blocks, sections
 
 MANIFEST = DATASETS / "attacks_external_planted.jsonl"
 # The help centre `make run` loads (settings.SAMPLE_HELP_CENTRE), named here so no Django set-up is needed.
@@ -39,7 +39,7 @@ def help_centre_sections(folder: Path) -> list[tuple[str, str]]:
     found = []
     for path in sorted(folder.glob("*.md")):
         lines = path.read_text(encoding="utf-8").split("\n")
-        found += [(path.stem, s.heading) for s in sections(lines) if _blocks(lines, s)]
+        found += [(path.stem, s.heading) for s in sections(lines) if section_blocks(lines, s)]
     return found
 
 

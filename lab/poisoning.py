@@ -102,7 +102,7 @@ def sections(lines: list[str]) -> list[Section]:
     ]
 
 
-def _blocks(lines: list[str], section: Section) -> list[tuple[int, int]]:
+def section_blocks(lines: list[str], section: Section) -> list[tuple[int, int]]:
     """The section's blocks (runs of non-blank lines) as [first, last] line indices."""
     blocks: list[tuple[int, int]] = []
     first: int | None = None
@@ -124,7 +124,7 @@ def plant(markdown: str, attack: Attack) -> str:
     section = next((s for s in sections(lines) if s.heading == attack.heading), None)
     if section is None:
         raise AttackSetError(f"attack {attack.id}: {attack.article} has no section headed {attack.heading!r}")
-    blocks = _blocks(lines, section)
+    blocks = section_blocks(lines, section)
     if not blocks:
         raise AttackSetError(f"attack {attack.id}: section {attack.heading!r} of {attack.article} is empty")
     if attack.position == "start":

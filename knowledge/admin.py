@@ -51,7 +51,7 @@ class EmbeddingSpaceAdmin(ReadOnlyAdmin):
 class CollectionAdmin(admin.ModelAdmin):
     list_display = ["name", "embedding_space", "article_count", "chunk_count", "last_synced_at"]
     readonly_fields = ["name", "embedding_space", "article_count", "chunk_count", "last_synced_at", "created_at"]
-    fields = ["name", "description", *readonly_fields[1:]]
+    fields = ["name", "description", "business_name", "helps_with", "tone", *readonly_fields[1:]]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         # A collection is born from `manage.py ingest`, which binds it to the model that embeds it.

@@ -59,15 +59,16 @@ def find_boilerplate(bodies: Iterable[str], *, min_documents: int = 3, min_share
 
 def without_planted_statements(body: str) -> str:
     """The body less the statements written for the model rather than its readers (knowledge/injection.py):
-    they are not indexed, so they neither move retrieval nor reach a generator. Headings and fenced code
-    stay as they are."""
+    they are not indexed, so they neither move retrieval nor reach a generator. Headings, fenced code and
+    links stay as they are: a chunk quotes its article faithfully, and outside links are taken off only
+    where a passage becomes evidence for a reply."""
     lines: list[str] = []
     in_fence = False
     for line in body.split("\n"):
         if _FENCE.match(line):
             in_fence = not in_fence
         elif not in_fence and not _HEADING.match(line):
-            line, _ = without_instructions(line)
+            line, _ = without_instructions(line, keep_links=True)
         lines.append(line)
     return "\n".join(lines)
 

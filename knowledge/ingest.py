@@ -21,8 +21,15 @@ from knowledge.chunking import ChunkBounds, ChunkDraft, Strategy
 from knowledge.cleaning import clean_markdown, find_boilerplate
 from knowledge.embeddings import Embedder, require_same_space
 from knowledge.errors import IngestFileError
-from knowledge.models import Article, ArticleVersion, Chunk, Collection, EmbeddingSpace, VersionStatus
-from knowledge.sources import SourceDocument
+from knowledge.models import (
+    Article,
+    ArticleVersion,
+    Chunk,
+    Collection,
+    EmbeddingSpace,
+    VersionStatus,
+)
+from knowledge.sources import SourceDocument, named_by_content
 
 BATCH_DOCUMENTS = 64
 
@@ -256,11 +263,24 @@ def lock_articles(collection_id: int, slugs: Iterable[str]) -> None:
         )
 
 
-_SOURCE_FIELDS = ("effective_date", "audience", "supersedes", "body", "content_hash", "chunking", "source_path")
+_SOURCE_FIELDS = (
+    "effective_date",
+    "audience",
+    "supersedes",
+    "summary",
+    "body",
+    "content_hash",
+    "chunking",
+    "source_path",
+)
 
 
 def write_documents(
-    collection: Collection, batch: Sequence[PreparedDocument], chunking_label: str
+    collection: Collection,
+    batch: Sequence[PreparedDocument],
+    chunking_label: str,
+    *,
+    overwrite: frozenset[str] = frozenset(),
 ) -> list[tuple[bool, int]]:
     """Write source versions and their chunks in one transaction, with a few statements for the whole batch
     (a commit and ~10 queries per document took as long as embedding it). Versions are applied in the
@@ -282,6 +302,7 @@ def write_documents(
                 "effective_date": doc.effective_date,
                 "audience": doc.audience,
                 "supersedes": by_label[doc.supersedes] if doc.supersedes is not None else None,
+                "summary": doc.summary,
                 "body": doc.body,
                 "content_hash": doc.content_hash,
                 "chunking": chunking_label,
@@ -300,7 +321,7 @@ def write_documents(
                     setattr(version, name, value)
                 version.indexed_at = version.updated_at = now
                 refreshed[version.pk] = version
-            if _status_for_source(version, siblings) == VersionStatus.PUBLISHED:
+            if doc.slug in overwrite or _status_for_source(version, siblings) == VersionStatus.PUBLISHED:
                 for other in siblings:
                     if other.status == VersionStatus.PUBLISHED:
                         other.status = VersionStatus.SUPERSEDED
@@ -432,12 +453,8 @@ class SyncPlan:
     all_slugs_known: bool
     boilerplate: frozenset[str]
     chunking_label: str
-
-
-def _named_by_content(version_label: str, content_hash: str) -> bool:
-    """Whether a version is named after its content, as a file without front matter's or a web page's is
-    (knowledge.sources.parse_plain, knowledge.web.page_document): one text at a time, the newest in force."""
-    return version_label == content_hash[:12]
+    # Articles whose source's text is put back in force over a version published in the admin (--overwrite).
+    overwrite: frozenset[str] = frozenset()
 
 
 def changed_documents(collection: Collection, docs: Sequence[SourceDocument], label: str) -> list[SourceDocument]:
@@ -457,17 +474,34 @@ def changed_documents(collection: Collection, docs: Sequence[SourceDocument], la
 
     def went_back(doc: SourceDocument) -> bool:
         # The version in force is a later text of the same file, not an edit made in the admin.
-        if not _named_by_content(doc.version_label, doc.content_hash) or doc.slug not in published:
+        if not named_by_content(doc.version_label, doc.content_hash) or doc.slug not in published:
             return False
         version_label, content_hash, source_path = published[doc.slug]
         return (
             version_label != doc.version_label
-            and _named_by_content(version_label, content_hash)
+            and named_by_content(version_label, content_hash)
             and source_path == doc.path[:500]
         )
 
     todo = [d for d in docs if indexed.get((d.slug, d.version_label)) != (d.content_hash, label) or went_back(d)]
     return sorted(todo, key=lambda d: (d.slug, d.effective_date, d.version_label))
+
+
+def edited_in_admin(collection: Collection, docs: Sequence[SourceDocument]) -> list[SourceDocument]:
+    """The documents whose article has a version published in the admin in force (it has no source file):
+    what customers see is no longer what the source says."""
+    edited = set(
+        ArticleVersion.objects.filter(
+            article__collection=collection,
+            article__slug__in={d.slug for d in docs},
+            article__retired_at__isnull=True,
+            status=VersionStatus.PUBLISHED,
+            source_path="",
+        ).values_list("article__slug", flat=True)
+    )
+    # An article's newest source version stands for it.
+    newest = {d.slug: d for d in sorted(docs, key=lambda d: d.effective_date) if d.slug in edited}
+    return list(newest.values())
 
 
 def plan_sync(
@@ -478,14 +512,35 @@ def plan_sync(
     bounds: ChunkBounds,
     report: IngestReport,
     detect_boilerplate: bool = True,
+    overwrite: bool = False,
 ) -> SyncPlan:
-    """Check a source's documents against the collection; unreadable and ambiguous ones go to the report."""
+    """Check a source's documents against the collection; unreadable and ambiguous ones go to the report.
+    An article edited in the admin keeps the admin's version, and the report says so, unless `overwrite`
+    puts the source's text back in force."""
     docs, slugs, all_slugs_known = _check_batch(collection, items, report)
     label = bounds.describe(strategy)
     todo = changed_documents(collection, docs, label)
+    pending = {d.slug for d in todo}
+    edited = [d for d in edited_in_admin(collection, docs) if d.slug not in pending]
+    if edited and overwrite:
+        todo = sorted([*todo, *edited], key=lambda d: (d.slug, d.effective_date, d.version_label))
+    elif edited:
+        names = ", ".join(d.slug for d in edited[:5]) + (f" and {len(edited) - 5} more" if len(edited) > 5 else "")
+        report.warnings.append(
+            f"{len(edited)} article(s) were edited in the admin since their source was last synced, and the "
+            f"admin's version stays in force: {names}. Their source says otherwise; ingest with --overwrite "
+            "to put the source's text back in force."
+        )
     report.unchanged = len(docs) - len(todo)
     boilerplate = frozenset(find_boilerplate(d.body for d in docs)) if detect_boilerplate else frozenset()
-    return SyncPlan(todo, slugs, all_slugs_known, boilerplate, label)
+    return SyncPlan(
+        todo,
+        slugs,
+        all_slugs_known,
+        boilerplate,
+        label,
+        frozenset(d.slug for d in edited) if overwrite else frozenset(),
+    )
 
 
 def finish_sync(
@@ -531,6 +586,7 @@ def ingest(
     bounds: ChunkBounds,
     retire_missing: bool,
     detect_boilerplate: bool = True,
+    overwrite: bool = False,
     progress: Callable[[IngestReport, int, int], None] | None = None,
 ) -> IngestReport:
     """Bring a collection in line with its sources, in this process, embedding many documents per call.
@@ -542,7 +598,13 @@ def ingest(
     report = IngestReport()
     collection = get_or_create_collection(collection_name, embedder, secondary=secondary)
     plan = plan_sync(
-        collection, items, strategy=strategy, bounds=bounds, report=report, detect_boilerplate=detect_boilerplate
+        collection,
+        items,
+        strategy=strategy,
+        bounds=bounds,
+        report=report,
+        detect_boilerplate=detect_boilerplate,
+        overwrite=overwrite,
     )
 
     articles = len({d.slug for d in plan.todo})
@@ -559,7 +621,9 @@ def ingest(
             secondary=secondary,
             boilerplate=plan.boilerplate,
         )
-        for created, written in write_documents(collection, prepared_batch, plan.chunking_label):
+        for created, written in write_documents(
+            collection, prepared_batch, plan.chunking_label, overwrite=plan.overwrite
+        ):
             report.new += created
             report.changed += not created
             report.chunks += written

@@ -28,6 +28,7 @@ from collections.abc import Callable
 
 from knowledge.chunking import split_sentences
 from knowledge.injection_model import Suspicion, shipped_model
+from knowledge.site_markup import CODE_SPAN, outside_code
 
 _FLAGS = re.IGNORECASE | re.UNICODE
 _AI = (
@@ -152,7 +153,9 @@ def looks_like_instruction(text: str) -> bool:
 
 
 def _ruled_planted(text: str) -> bool:
-    if _INSTRUCTION.search(text) or _HTML_TAG.search(text) or _OUTSIDE_IMAGE.search(text):
+    # Markup inside a code span is shown as written, never rendered: `--output <file>` is an option line.
+    prose = CODE_SPAN.sub(" ", text)
+    if _INSTRUCTION.search(text) or _HTML_TAG.search(prose) or _OUTSIDE_IMAGE.search(prose):
         return True
     if not _NEGATED.search(text) and (
         _SECRET_ASKED.search(text) or (_SECRET_SENT.search(text) and _ELSEWHERE.search(text))
@@ -171,20 +174,27 @@ _MD_LINK = re.compile(r"\[([^\]]*)\]\(\s*([^)\s]*)[^)]*\)")
 # An address, less the full stop or comma of the sentence it ends.
 _BARE_URL = re.compile(r"(?:(?:https?:)?//|\bwww\.)[^\s<>\"')\]]*[^\s<>\"')\].,;:!?]", _FLAGS)
 _HIDDEN_ELEMENT = re.compile(r"<\s*(script|style|svg|iframe|object)\b.*?(?:<\s*/\s*\1\s*>|$)", _FLAGS | re.DOTALL)
+_AUTOLINK = re.compile(r"<((?:https?:)?//[^\s<>]+|/help/[^\s<>]*)>", _FLAGS)
 
 
 def without_outside_links(text: str) -> str:
     """The text with no image, no HTML and no link that leaves the help centre: an image or a script goes
-    whole, a markdown link keeps its words, a bare outside address goes."""
-    cleaned = _HIDDEN_ELEMENT.sub("", text)
-    cleaned = _HTML_TAG.sub("", cleaned)
-    cleaned = _MD_IMAGE.sub("", cleaned)
-    cleaned = _MD_LINK.sub(lambda m: m.group(0) if m.group(2).startswith(HELP_PATH) else m.group(1), cleaned)
-    cleaned = _BARE_URL.sub(lambda m: m.group(0) if m.group(0).startswith(HELP_PATH) else "", cleaned)
+    whole, a markdown link keeps its words, a bare outside address or an autolink (<https://…>) goes. A code
+    span is text shown as written, never a link: it stays as it is (`chrome://extensions`)."""
+    cleaned = outside_code(text, _without_outside_links)
     if cleaned == text:
         return text  # untouched text stays byte for byte what the article says
     cleaned = re.sub(r"(?<=\S)[ \t]{2,}", " ", cleaned)
     return re.sub(r"[ \t]+(?=[.,;:!?])", "", cleaned).rstrip()
+
+
+def _without_outside_links(text: str) -> str:
+    cleaned = _HIDDEN_ELEMENT.sub("", text)
+    cleaned = _AUTOLINK.sub(lambda m: m.group(0) if m.group(1).startswith(HELP_PATH) else "", cleaned)
+    cleaned = _HTML_TAG.sub("", cleaned)
+    cleaned = _MD_IMAGE.sub("", cleaned)
+    cleaned = _MD_LINK.sub(lambda m: m.group(0) if m.group(2).startswith(HELP_PATH) else m.group(1), cleaned)
+    return _BARE_URL.sub(lambda m: m.group(0) if m.group(0).startswith(HELP_PATH) else "", cleaned)
 
 
 # Markup starts or ends a statement of its own: "… method. </passage> <system>…</system> Card refunds …".
@@ -192,22 +202,23 @@ _MARKUP_BREAK = re.compile(r"(?<=[.!?>])\s+(?=[<#\[!.(])|(?<=>)\s+(?=[A-Z])")
 _ITEM_MARK = re.compile(r"^\s*(?:[-*+>]|\d+[.)])\s+")
 
 
-def _clean_line(line: str, planted: Callable[[str], bool]) -> tuple[str | None, int]:
-    """A line of a passage without its planted statements (None: nothing is left), and how many went."""
+def _clean_line(line: str, planted: Callable[[str], bool], links: Callable[[str], str]) -> tuple[str | None, int]:
+    """A line of a passage without its planted statements (None: nothing is left), and how many went; what
+    is kept passes through ``links``."""
     if not line.strip():
         return line, 0
     if line.lstrip().startswith("|"):
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        return (None, 1) if planted(line) or any(planted(cell) for cell in cells) else (without_outside_links(line), 0)
+        return (None, 1) if planted(line) or any(planted(cell) for cell in cells) else (links(line), 0)
     if _ITEM_MARK.match(line):
-        return (None, 1) if planted(_ITEM_MARK.sub("", line)) else (without_outside_links(line), 0)
+        return (None, 1) if planted(_ITEM_MARK.sub("", line)) else (links(line), 0)
     sentences = [piece for sentence in split_sentences(line) for piece in _MARKUP_BREAK.split(sentence)]
     kept = [s for s in sentences if not planted(s)]
     if len(kept) == len(sentences):
-        return without_outside_links(line), 0
+        return links(line), 0
     if not kept:
         return None, len(sentences)
-    cleaned = without_outside_links(" ".join(kept))
+    cleaned = links(" ".join(kept))
     return (cleaned if cleaned.strip() else None), len(sentences) - len(kept)
 
 
@@ -215,14 +226,16 @@ def _doubted(text: str) -> bool:
     return suspicion(text) is not Suspicion.CLEAN
 
 
-def without_instructions(text: str, *, suspect_too: bool = False) -> tuple[str, int]:
+def without_instructions(text: str, *, suspect_too: bool = False, keep_links: bool = False) -> tuple[str, int]:
     """A passage as evidence: its planted statements (and with ``suspect_too`` its suspect ones) left out
-    and its outside links taken off, with the markdown structure (tables, lists, paragraphs) kept; and how
-    many statements were left out."""
+    and its outside links taken off (kept with ``keep_links``: the article's own text, as it is indexed),
+    with the markdown structure (tables, lists, paragraphs) kept; and how many statements were left out."""
     lines: list[str] = []
     dropped = 0
+    planted = _doubted if suspect_too else looks_like_instruction
+    links: Callable[[str], str] = (lambda line: line) if keep_links else without_outside_links
     for line in text.split("\n"):
-        cleaned, gone = _clean_line(line, _doubted if suspect_too else looks_like_instruction)
+        cleaned, gone = _clean_line(line, planted, links)
         dropped += gone
         if cleaned is not None:
             lines.append(cleaned)

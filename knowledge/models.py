@@ -8,6 +8,8 @@ from django.db.models import F
 from django.db.models.functions import Cast
 from pgvector.django import VectorField
 
+from knowledge.sources import named_by_content
+
 EMBEDDING_DIMENSION = 384
 
 
@@ -46,6 +48,19 @@ class Collection(models.Model):
     # The fusion fitted to this collection's own questions (`manage.py fit_fusion`): {"weights": {stage:
     # weight}, "rerank_blend": b, "fitted_on": ..., ...}. Empty: the settings' default fusion.
     fusion = models.JSONField(default=dict, blank=True)
+    # Whom the assistant speaks for when it serves this collection: the widget's greeting, the help pages'
+    # title and the model prompt say it (knowledge/voice.py). Empty: said without a name.
+    business_name = models.CharField(max_length=200, blank=True, help_text="The business the assistant speaks for.")
+    helps_with = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text='What the assistant helps with, as the widget greets customers: "orders, delivery and returns".',
+    )
+    tone = models.TextField(
+        blank=True,
+        max_length=1000,
+        help_text="A few lines on how replies should sound, for a language model (e.g. 'Warm and brief.').",
+    )
 
     def __str__(self) -> str:
         return self.name
@@ -106,6 +121,9 @@ class ArticleVersion(models.Model):
     supersedes = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="superseded_by"
     )
+    summary = models.CharField(
+        max_length=1000, blank=True, help_text="What the article is about, in a line (its front matter's description)."
+    )
     body = models.TextField(help_text="Markdown, without front matter.")
     content_hash = models.CharField(max_length=64, help_text="SHA-256 of the source: unchanged sources are skipped.")
     chunking = models.CharField(max_length=100, blank=True, help_text="Strategy and bounds the chunks were made with.")
@@ -128,6 +146,12 @@ class ArticleVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.article.slug} v{self.version_label} ({self.status})"
+
+    @property
+    def named_by_content(self) -> bool:
+        """Whether the version is named after its content (a page without a version of its own): its label is
+        then a hash, which nobody should be shown."""
+        return named_by_content(self.version_label, self.content_hash)
 
 
 class Chunk(models.Model):

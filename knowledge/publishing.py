@@ -83,6 +83,7 @@ def publish(version: ArticleVersion, *, embedder: Embedder, secondary: Embedder 
         supersedes=None,
         body=version.body,
         content_hash=content_hash,
+        summary=version.summary,
     )
     # Embedding is slow and needs no lock: it happens before the transaction opens.
     if collection.secondary_space is None:

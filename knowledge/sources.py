@@ -1,5 +1,5 @@
-"""Reading source documents: Markdown files with YAML front matter, plain Markdown and HTML files without it
-(a folder of a help centre as it is), and BEIR corpora.
+"""Reading source documents: Markdown and HTML pages of a help centre as it is (front matter in any tool's
+words, or none), Markdown files in supportbot's own strict format, and BEIR corpora.
 
 Pure functions: every problem becomes an IngestFileError naming the file, line and field.
 """
@@ -13,7 +13,7 @@ import re
 import zipfile
 import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 
@@ -21,6 +21,8 @@ import yaml
 
 from knowledge.chunking import FENCE_LINE, HEADING_LINE
 from knowledge.errors import IngestFileError
+from knowledge.front_matter import LENIENT, FrontMatterRules, exported_fields, split_front_matter
+from knowledge.site_markup import from_site_markup
 
 AUDIENCES = ("public", "member", "staff")
 REQUIRED_FIELDS = ("id", "title", "version", "effective_date", "audience")
@@ -44,6 +46,8 @@ class SourceDocument:
     supersedes: str | None
     body: str
     content_hash: str
+    # What the page says it is about, in a line (front matter's description); shown under its title.
+    summary: str = ""
 
 
 @dataclass(frozen=True)
@@ -209,19 +213,21 @@ def read_markdown_tree(root: Path, *, max_bytes: int) -> Iterator[SourceDocument
             yield exc
 
 
-# --- Files without front matter -----------------------------------------------------------------------
-# A help centre kept as plain Markdown or HTML pages carries none of our front matter. A source (a folder, a
-# zip, one file) none of whose Markdown files starts with front matter is read that way: each file's fields
-# are assumed as PLAIN_DEFAULTS says, and one warning per sync says so. A source in which some Markdown file
-# does start with front matter is in supportbot's format, read exactly as before: there every Markdown file
-# must carry it (one without is more likely a mistake than an article) and other files are not read.
+# --- Help centres as they are exported ----------------------------------------------------------------
+# A help centre kept by a site generator (Jekyll, Hugo, Docusaurus, MkDocs) or exported from a help desk
+# carries the front matter of that tool, or none. Each page is read as it comes: the keys we know give its
+# fields (knowledge/front_matter.py), a field nothing gives is assumed as PLAIN_DEFAULTS says, and one
+# warning per sync names what was assumed and what was ignored. With FRONT_MATTER=strict (ingest
+# --strict-front-matter) a source is read in supportbot's own format instead: every Markdown file with all
+# of its fields, every other key refused.
 HTML_SUFFIXES = (".html", ".htm")
+MARKDOWN_SUFFIXES = (".md", ".mdx", ".markdown")
 PLAIN_DEFAULTS = (
     "title from the first heading (else the file name), id from the path in the folder, version from the "
     "content (its hash), in force from the day of ingest, audience public"
 )
 _PLAIN_ID_CHARS = re.compile(r"[^a-z0-9._-]+")
-_PLAIN_SUFFIX = re.compile(r"\.(md|html?)$", re.IGNORECASE)
+_PLAIN_SUFFIX = re.compile(r"\.(md|mdx|markdown|html?)$", re.IGNORECASE)
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _EMPHASIS = re.compile(r"(\*\*|__|\*|`)")
 
@@ -307,99 +313,203 @@ def html_article(html: str) -> tuple[str, str | None, str]:
     return html_to_markdown(str(content)), title or None, language
 
 
-def parse_plain(path: str, relative: str, raw: bytes, *, kind: str, max_bytes: int, today: date) -> SourceDocument:
-    """A Markdown or HTML file without front matter, its fields assumed as PLAIN_DEFAULTS says."""
+@dataclass(frozen=True)
+class PageRead:
+    """One page as read_files reads it: its document (None when its front matter says it is not published),
+    and the front matter keys it ignored."""
+
+    document: SourceDocument | None
+    ignored: frozenset[str] = frozenset()
+    had_front_matter: bool = False
+
+
+def parse_page(
+    path: str,
+    relative: str,
+    raw: bytes,
+    *,
+    kind: str,
+    max_bytes: int,
+    today: date,
+    rules: FrontMatterRules = LENIENT,
+) -> PageRead:
+    """A Markdown or HTML page as its help centre wrote it: front matter in any tool's words (or none, its
+    fields then assumed as PLAIN_DEFAULTS says), the site generator's markup rendered as plain Markdown."""
     text = _decode(path, raw, max_bytes)
     if "\x00" in text:
         raise IngestFileError(path, "holds NUL bytes: not a text file")
     page_title, language = None, "en"
+    if kind != "html" and _in_our_format(path, text):
+        # supportbot's own front matter, and nothing else: read exactly as the strict format reads it, so
+        # that a bad value is named by its line.
+        return PageRead(parse_markdown(path, raw, max_bytes=max_bytes), had_front_matter=True)
+    split = None if kind == "html" else split_front_matter(path, text)
+    fields = None if split is None else exported_fields(path, split[0], rules)
+    if fields is not None and not fields.published:
+        return PageRead(None, fields.ignored, had_front_matter=True)
     if kind == "html":
         body, page_title, language = html_article(text)
         if not body.strip():
             raise IngestFileError(path, "the page holds no text once its HTML is read")
     else:
-        body = text
+        variables = {k: str(v) for k, v in (split[0] if split else {}).items() if isinstance(v, (str, int, float))}
+        body = from_site_markup(split[1] if split else text, variables=variables)
         if not body.strip():
-            raise IngestFileError(path, "the file is empty")
-    slug = plain_id(relative)
+            raise IngestFileError(path, "the file is empty" if split is None else "the page has no body")
+    slug = fields.slug if fields is not None and fields.slug and _SLUG.match(fields.slug) else plain_id(relative)
     if not _SLUG.match(slug):
         raise IngestFileError(
             path, f"no article id can be made of the path {relative!r}: name the file with letters or digits"
         )
     heading = first_heading(body)
-    title = " ".join((heading or page_title or _title_from_name(relative) or slug).split())[:300]
-    if heading is None:
+    named = fields.title if fields is not None else None
+    title = " ".join((named or heading or page_title or _title_from_name(relative) or slug).split())[:300]
+    if not re.search(r"^# ", body, re.MULTILINE) and (heading is None or named):
         # As a web page's: the article opens with its title, which its text above any heading belongs to.
         body = f"# {title}\n\n{body.strip()}\n"
     digest = hashlib.sha256(raw).hexdigest()
-    return SourceDocument(
+    if fields is not None and fields.language and LANGUAGE_CODE.match(fields.language):
+        language = fields.language
+    document = SourceDocument(
         path=path,
         slug=slug,
         title=title,
-        product="",
+        product=fields.product if fields is not None else "",
         language=language,
-        # Each new text is a version of its own, in force from the day it was ingested.
-        version_label=digest[:12],
-        effective_date=today,
-        audience="public",
-        supersedes=None,
+        # Without a version of its own, each new text is a version, in force from the day it was ingested.
+        version_label=(fields.version if fields is not None and fields.version else digest[:12])[:50],
+        effective_date=(fields.effective_date if fields is not None else None) or today,
+        audience=fields.audience if fields is not None else "public",
+        supersedes=fields.supersedes if fields is not None else None,
         body=body,
         content_hash=digest,
+        summary=fields.summary if fields is not None else "",
     )
+    return PageRead(document, fields.ignored if fields is not None else frozenset(), had_front_matter=split is not None)
+
+
+def _in_our_format(path: str, text: str) -> bool:
+    """Whether a page's front matter holds every field of supportbot's format and no other key."""
+    if not text.startswith("---"):
+        return False
+    try:
+        fields = _front_matter(path, text)[0]
+    except IngestFileError:
+        return False  # lists, mappings or broken YAML: not ours
+    return set(REQUIRED_FIELDS) <= set(fields) <= set(REQUIRED_FIELDS) | set(OPTIONAL_FIELDS)
+
+
+def named_by_content(version_label: str, content_hash: str) -> bool:
+    """Whether a version is named after its content, as a page without a version of its own is
+    (parse_page, knowledge.web.page_document): one text at a time, the newest in force."""
+    return version_label == content_hash[:12]
 
 
 def _hidden(relative: str) -> bool:
     return any(part.startswith(".") for part in relative.split("/"))
 
 
-def read_files(
-    files: Sequence[SourceFile], *, max_bytes: int, today: date
-) -> tuple[list[SourceDocument | IngestFileError], tuple[str, ...]]:
-    """A source's files as documents (and errors), with the warnings to say once: in supportbot's format when
-    any Markdown file starts with front matter, else every file read with the defaults."""
-    ours = any(f.kind != "html" and isinstance(f.raw, bytes) and starts_with_front_matter(f.raw) for f in files)
+def _read_strictly(files: Sequence[SourceFile], max_bytes: int) -> list[SourceDocument | IngestFileError]:
+    """supportbot's own format (FRONT_MATTER=strict): every Markdown file with all of its fields."""
     items: list[SourceDocument | IngestFileError] = []
-    if ours:
-        for f in files:
-            if f.kind == "html":
-                continue
-            if isinstance(f.raw, IngestFileError):
-                items.append(f.raw)
-            elif not starts_with_front_matter(f.raw):
-                items.append(
-                    IngestFileError(
-                        f.path,
-                        "no YAML front matter: the file must start with a line '---' (other files of this source "
-                        "have front matter, so every one must; a source without any is read with defaults)",
-                        line=1,
-                    )
-                )
-            else:
-                try:
-                    items.append(parse_markdown(f.path, f.raw, max_bytes=max_bytes))
-                except IngestFileError as exc:
-                    items.append(exc)
-        return items, ()
+    for f in files:
+        if f.kind == "html":
+            continue
+        if isinstance(f.raw, IngestFileError):
+            items.append(f.raw)
+        elif not starts_with_front_matter(f.raw):
+            items.append(IngestFileError(f.path, "no YAML front matter: the file must start with a line '---'", line=1))
+        else:
+            try:
+                items.append(parse_markdown(f.path, f.raw, max_bytes=max_bytes))
+            except IngestFileError as exc:
+                items.append(exc)
+    return items
+
+
+def _some_of(names: Sequence[str], shown: int = 5) -> str:
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
+def read_files(
+    files: Sequence[SourceFile], *, max_bytes: int, today: date, rules: FrontMatterRules = LENIENT
+) -> tuple[list[SourceDocument | IngestFileError], tuple[str, ...]]:
+    """A source's files as documents (and errors), with the warnings to say once per sync: the front matter
+    keys that were ignored, the pages left out as unpublished, the fields assumed for pages without any."""
+    if rules.strict:
+        return _read_strictly(files, max_bytes), ()
+    items: list[SourceDocument | IngestFileError] = []
+    ignored: dict[str, int] = {}
+    unpublished: list[str] = []
+    plain = 0
     for f in files:
         if isinstance(f.raw, IngestFileError):
             items.append(f.raw)
             continue
         try:
-            if f.kind == "other":
-                # One file named neither .md nor .html: only front matter says it is an article.
-                items.append(parse_markdown(f.path, f.raw, max_bytes=max_bytes))
-            else:
-                items.append(parse_plain(f.path, f.relative, f.raw, kind=f.kind, max_bytes=max_bytes, today=today))
+            if f.kind == "other" and not starts_with_front_matter(f.raw):
+                raise IngestFileError(
+                    f.path, "neither .md nor .html, and no front matter says it is an article (a first line '---')"
+                )
+            page = parse_page(f.path, f.relative, f.raw, kind=f.kind, max_bytes=max_bytes, today=today, rules=rules)
         except IngestFileError as exc:
             items.append(exc)
-    # Two files whose paths make one id: which one is the article cannot be guessed, so neither is read.
+            continue
+        for key in page.ignored:
+            ignored[key] = ignored.get(key, 0) + 1
+        if page.document is None:
+            unpublished.append(f.relative)
+        else:
+            items.append(page.document)
+            plain += not page.had_front_matter
+    items = _unique_ids(items, {f.path: f.relative for f in files})
+    warnings = []
+    if ignored:
+        keys = sorted(ignored, key=lambda k: (-ignored[k], k))
+        warnings.append(
+            "front matter keys supportbot does not use were ignored: "
+            + ", ".join(f"{key} ({ignored[key]} page{'s' if ignored[key] != 1 else ''})" for key in keys)
+        )
+    if unpublished:
+        warnings.append(
+            f"{len(unpublished)} page(s) marked as drafts or unpublished in their front matter were left out: "
+            + _some_of(unpublished)
+        )
+    if plain:
+        warnings.append(plain_defaults_warning(plain, today))
+    return items, tuple(warnings)
+
+
+def _unique_ids(
+    items: list[SourceDocument | IngestFileError], relative_of: dict[str, str]
+) -> list[SourceDocument | IngestFileError]:
+    """Pages without versions of their own whose front matter ids clash take ids from their paths instead
+    (Docusaurus ids are unique in a folder only; pages that name their versions are versions of one
+    article); two paths that still make one id cannot be told apart, so neither is read."""
+
+    def unversioned(item: SourceDocument | IngestFileError) -> bool:
+        return isinstance(item, SourceDocument) and named_by_content(item.version_label, item.content_hash)
+
+    counts: dict[str, int] = {}
+    for doc in filter(unversioned, items):
+        assert isinstance(doc, SourceDocument)
+        counts[doc.slug] = counts.get(doc.slug, 0) + 1
+    items = [
+        replace(item, slug=plain_id(relative_of[item.path]))
+        if isinstance(item, SourceDocument)
+        and unversioned(item)
+        and counts[item.slug] > 1
+        and item.slug != plain_id(relative_of[item.path])
+        else item
+        for item in items
+    ]
     paths_of: dict[str, list[str]] = {}
-    for item in items:
-        if isinstance(item, SourceDocument):
-            paths_of.setdefault(item.slug, []).append(item.path)
-    read = [
+    for item in filter(unversioned, items):
+        assert isinstance(item, SourceDocument)
+        paths_of.setdefault(item.slug, []).append(item.path)
+    return [
         item
-        if isinstance(item, IngestFileError) or len(paths_of[item.slug]) == 1
+        if not isinstance(item, SourceDocument) or not unversioned(item) or len(paths_of[item.slug]) == 1
         else IngestFileError(
             item.path,
             f"its path makes the id {item.slug!r}, as "
@@ -409,8 +519,6 @@ def read_files(
         )
         for item in items
     ]
-    plain = sum(isinstance(item, SourceDocument) for item in read)
-    return read, (plain_defaults_warning(plain, today),) if plain else ()
 
 
 def _file_kind(name: str, *, markdown: bool) -> str | None:
@@ -419,39 +527,26 @@ def _file_kind(name: str, *, markdown: bool) -> str | None:
     return "markdown" if markdown else None
 
 
-def read_folder(root: Path, *, max_bytes: int, today: date) -> SourceRead:
-    """A folder of articles (its .md, .html and .htm files, in any subfolder), or one file, as ingest reads
-    it. In supportbot's format (see above) only the .md files are read, each with its front matter."""
+def is_markdown_name(name: str) -> bool:
+    return name.lower().endswith(MARKDOWN_SUFFIXES)
+
+
+def read_folder(root: Path, *, max_bytes: int, today: date, rules: FrontMatterRules = LENIENT) -> SourceRead:
+    """A folder of articles (its .md, .mdx, .markdown, .html and .htm files, in any subfolder), or one file,
+    as ingest reads it. Hidden files and folders (.git, .github) are no articles."""
     if not root.is_dir():
-        kind = _file_kind(root.name, markdown=root.suffix.lower() == ".md") or "other"
+        kind = _file_kind(root.name, markdown=is_markdown_name(root.name)) or "other"
         files = [SourceFile(str(root), root.name, kind, _read_file(root, max_bytes))]
-        items, warnings = read_files(files, max_bytes=max_bytes, today=today)
+        items, warnings = read_files(files, max_bytes=max_bytes, today=today, rules=rules)
         return SourceRead(items, lists_every_page=False, warnings=warnings)
-    found: list[tuple[Path, str, str]] = []
+    files = []
     for path in sorted(root.rglob("*")):
-        found_kind = _file_kind(path.name, markdown=path.suffix == ".md")
-        if found_kind is not None and path.is_file():
-            found.append((path, path.relative_to(root).as_posix(), found_kind))
-    ours = any(
-        kind == "markdown" and not _hidden(relative) and _opens_with_front_matter(path)
-        for path, relative, kind in found
-    )
-    files = [
-        SourceFile(str(path), relative, kind, _read_file(path, max_bytes))
-        for path, relative, kind in found
-        # Hidden files and folders (.git, .github) are no articles of a plain help centre.
-        if (kind == "markdown" if ours else not _hidden(relative))
-    ]
-    items, warnings = read_files(files, max_bytes=max_bytes, today=today)
+        relative = path.relative_to(root).as_posix()
+        found = _file_kind(path.name, markdown=is_markdown_name(path.name))
+        if found is not None and not _hidden(relative) and path.is_file():
+            files.append(SourceFile(str(path), relative, found, _read_file(path, max_bytes)))
+    items, warnings = read_files(files, max_bytes=max_bytes, today=today, rules=rules)
     return SourceRead(items, lists_every_page=True, warnings=warnings)
-
-
-def _opens_with_front_matter(path: Path) -> bool:
-    try:
-        with path.open("rb") as fh:
-            return starts_with_front_matter(fh.read(1024))
-    except OSError:
-        return False
 
 
 def _read_file(path: Path, max_bytes: int) -> bytes | IngestFileError:
@@ -469,11 +564,11 @@ def _read_file(path: Path, max_bytes: int) -> bytes | IngestFileError:
 ZIP_MAX_MEMBERS = 2_000
 
 
-def read_zip(name: str, raw: bytes, *, max_bytes: int, today: date) -> SourceRead:
-    """Every .md member of a zip archive (an upload, or a file), in name order, as read_folder reads a
-    folder's files (.html and .htm members too when no Markdown member has front matter); folders inside
-    are fine. Other members, hidden ones and the metadata macOS adds are skipped. Each member is at most
-    ``max_bytes``, and all of them together at most ZIP_MAX_MEMBERS times that."""
+def read_zip(name: str, raw: bytes, *, max_bytes: int, today: date, rules: FrontMatterRules = LENIENT) -> SourceRead:
+    """Every Markdown and HTML member of a zip archive (an upload, or a file), in name order, as read_folder
+    reads a folder's files; folders inside are fine. Other members, hidden ones and the metadata macOS adds
+    are skipped. Each member is at most ``max_bytes``, and all of them together at most ZIP_MAX_MEMBERS
+    times that."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(raw))
     except zipfile.BadZipFile:
@@ -482,7 +577,7 @@ def read_zip(name: str, raw: bytes, *, max_bytes: int, today: date) -> SourceRea
         info
         for info in archive.infolist()
         if not info.is_dir()
-        and _file_kind(info.filename, markdown=info.filename.lower().endswith(".md")) is not None
+        and _file_kind(info.filename, markdown=is_markdown_name(info.filename)) is not None
         and not any(part.startswith((".", "__MACOSX")) for part in info.filename.split("/"))
     ]
     if not members:
@@ -499,7 +594,7 @@ def read_zip(name: str, raw: bytes, *, max_bytes: int, today: date) -> SourceRea
         path = f"{name}!{info.filename}"
         kind = _file_kind(info.filename, markdown=True) or "markdown"
         files.append(SourceFile(path, info.filename, kind, _read_member(archive, info, path, max_bytes)))
-    items, warnings = read_files(files, max_bytes=max_bytes, today=today)
+    items, warnings = read_files(files, max_bytes=max_bytes, today=today, rules=rules)
     return SourceRead(items, lists_every_page=True, warnings=warnings)
 
 

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from knowledge.embeddings import Embedder, default_embedder, secondary_embedder
 from knowledge.errors import IngestFileError, KnowledgeError
+from knowledge.front_matter import FrontMatterRules, parse_audience_rules
 from knowledge.ingest import (
     API_SOURCE_PREFIX,
     RETIREMENT_SKIPPED,
@@ -42,6 +43,7 @@ from knowledge.sources import (
     ZIP_MAX_MEMBERS,
     SourceDocument,
     SourceRead,
+    is_markdown_name,
     read_folder,
     read_markdown_tree,
     read_zip,
@@ -75,9 +77,19 @@ def require_public_host(url: str) -> None:
             )
 
 
-def read_source(source: Source) -> SourceRead:
+def front_matter_rules(*, strict: bool | None = None) -> FrontMatterRules:
+    """How front matter is read, as the settings say (FRONT_MATTER, FRONT_MATTER_AUDIENCES); ``strict``
+    overrides FRONT_MATTER for one sync."""
+    return FrontMatterRules(
+        strict=settings.FRONT_MATTER == "strict" if strict is None else strict,
+        audiences=parse_audience_rules(settings.FRONT_MATTER_AUDIENCES),
+    )
+
+
+def read_source(source: Source, *, strict: bool | None = None) -> SourceRead:
     """The documents of a stored source. A source that cannot be read at all raises KnowledgeError; a
-    document that cannot be is an IngestFileError among the items."""
+    document that cannot be is an IngestFileError among the items. ``strict``: read Markdown in
+    supportbot's own front matter format, whatever FRONT_MATTER says."""
     if source.kind == SourceKind.WEB:
         # Here, not at the top: trafilatura and its date parsers take 0.25 s to import, which every
         # Markdown sync (make run starts with one) would pay for nothing.
@@ -108,13 +120,22 @@ def read_source(source: Source) -> SourceRead:
         if path.stat().st_size > limit_bytes:
             raise KnowledgeError(f"{path} is over the limit of {limit_bytes:,} bytes for an archive.")
         return read_zip(
-            str(path), path.read_bytes(), max_bytes=settings.INGEST_MAX_FILE_BYTES, today=timezone.localdate()
+            str(path),
+            path.read_bytes(),
+            max_bytes=settings.INGEST_MAX_FILE_BYTES,
+            today=timezone.localdate(),
+            rules=front_matter_rules(strict=strict),
         )
     if path.is_dir() and not any(
-        p.suffix == ".md" or p.suffix.lower() in HTML_SUFFIXES for p in path.rglob("*") if p.is_file()
+        is_markdown_name(p.name) or p.suffix.lower() in HTML_SUFFIXES for p in path.rglob("*") if p.is_file()
     ):
-        raise KnowledgeError(f"{path} holds no .md files (nor .html).")
-    return read_folder(path, max_bytes=settings.INGEST_MAX_FILE_BYTES, today=timezone.localdate())
+        raise KnowledgeError(f"{path} holds no Markdown files (.md, .mdx, .markdown) nor .html.")
+    return read_folder(
+        path,
+        max_bytes=settings.INGEST_MAX_FILE_BYTES,
+        today=timezone.localdate(),
+        rules=front_matter_rules(strict=strict),
+    )
 
 
 def _some(slugs: set[str]) -> str:

@@ -6,6 +6,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from knowledge.front_matter import parse_audience_rules
 from knowledge.stages import SEARCH_STAGES, Stage
 from supportbot.env import env_bool, env_choice, env_float, env_int, env_str
 
@@ -285,6 +286,25 @@ CHUNK_STRATEGY = env_choice(
 INGEST_MAX_FILE_BYTES = env_int(
     "INGEST_MAX_FILE_BYTES", 1_000_000, minimum=1_000, help="Source files larger than this are refused at ingestion."
 )
+FRONT_MATTER = env_choice(
+    "FRONT_MATTER",
+    "lenient",
+    ("lenient", "strict"),
+    help="How Markdown front matter is read: lenient (any tool's keys; the ones supportbot does not use are "
+    "ignored, with one warning per sync) or strict (supportbot's own format: id, title, version, effective_date "
+    "and audience required, other keys refused).",
+)
+FRONT_MATTER_AUDIENCES = env_str(
+    "FRONT_MATTER_AUDIENCES",
+    "",
+    help="Front matter keys and values that make a page's audience, as KEY:VALUE=AUDIENCE separated by commas "
+    "(e.g. visibility:internal=staff,tags:members=member); the most restricted match wins, and a page matching "
+    "none is public (or says audience: public, member or staff itself).",
+)
+try:
+    parse_audience_rules(FRONT_MATTER_AUDIENCES)
+except ValueError as exc:
+    raise ImproperlyConfigured(f"FRONT_MATTER_AUDIENCES: {exc}") from None
 # Web sources (ingest --format web): a page's HTML carries navigation and scripts, so more than its Markdown.
 WEB_PAGE_MAX_BYTES = env_int(
     "WEB_PAGE_MAX_BYTES",

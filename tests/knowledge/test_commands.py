@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
         (["{sample}", "--collection", "help centre!"], "is not a valid name"),
         (["{sample}", "--collection", "helpcentre", "--min-tokens", "150", "--max-tokens", "200"], "2 × min_tokens"),
         (["{sample}", "--collection", "helpcentre", "--limit", "0"], "--limit must be a positive number"),
-        (["{empty}", "--collection", "helpcentre"], "holds no .md files"),
+        (["{empty}", "--collection", "helpcentre"], "holds no Markdown files"),
     ],
 )
 def test_ingest_refuses_bad_arguments(sample_dir, tmp_path, args, message):

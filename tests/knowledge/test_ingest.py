@@ -78,7 +78,7 @@ def test_a_removed_file_retires_its_article_and_a_restored_one_returns(sample_di
 
 
 BAD_FILES = {
-    "no-front-matter.md": "# Hello\n\nNo front matter.\n",
+    "unclosed.md": "---\nid: unclosed\ntitle: Never closed\n\n# Hello\n",
     "vip.md": "---\nid: vip\ntitle: VIP\nversion: 1\neffective_date: 2026-01-01\naudience: vip\n---\n# VIP\n\nText.\n",
     "bad-date.md": "---\nid: bd\ntitle: BD\nversion: 1\neffective_date: 2026-02-30\naudience: public\n---\n# BD\n\nText.\n",
     "dup.md": '---\nid: refunds\ntitle: Refunds again\nversion: "1"\neffective_date: 2026-01-01\naudience: public\n'

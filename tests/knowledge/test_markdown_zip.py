@@ -138,7 +138,7 @@ def test_an_author_uploads_a_zip_in_the_admin(embedder):
     assert "2 new, 0 changed, 0 unchanged, 0 failed, 0 retired" in page and "2 of 2" in page
 
     # Another zip with one article: by default it adds and updates, and retires nothing.
-    second = run_of(upload(author, {"payments.md": article("payments"), "broken.md": b"no front matter"}))
+    second = run_of(upload(author, {"payments.md": article("payments"), "broken.md": b"---\ntitle: never closed\n"}))
     assert (second.new, second.failed, second.retired) == (1, 1, 0)
     assert [e["path"] for e in second.errors] == ["kb.zip!broken.md"]
     assert (

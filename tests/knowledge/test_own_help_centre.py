@@ -247,17 +247,20 @@ def test_make_run_passes_chat_collection_on_and_loads_the_demo_into_helpcentre_o
     python.chmod(0o755)
     root = django_settings.BASE_DIR
     subprocess.run(
-        ["make", "-s", "-o", "db", "run", f"PY={python}", "CHAT_COLLECTION=mine"],
+        ["make", "-s", "-o", "db", "run", f"PY={python}", "CHAT_COLLECTION=mine", "PORT=8001"],
         cwd=root,
         check=True,
         capture_output=True,
         timeout=60,
     )
     commands = record.read_text().splitlines()
-    assert commands[-1] == "mine manage.py runserver 127.0.0.1:8000"
+    assert commands[-1] == "mine manage.py runserver 127.0.0.1:8001"  # beside the demo's 8000
     assert all(line.startswith("mine manage.py ") for line in commands)
     loads = [line.split()[2:] for line in commands if "--collection" in line]
     assert [args[0] for args in loads] == ["ingest", "glossary", "policy", "calibrate", "fit_fusion"]
     # Each step of the demo names the demo's collection, and no other.
     assert all(args[args.index("--collection") + 1] == "helpcentre" for args in loads)
     assert all(args.count("--collection") == 1 for args in loads)
+    # The demo shop's name and greeting go to the demo's collection, and no other.
+    (voice,) = [line.split()[2:] for line in commands if " voice " in line]
+    assert voice[:2] == ["voice", "helpcentre"] and "--business-name" in voice

@@ -17,6 +17,7 @@ from django.core.management.base import CommandError
 
 from knowledge import publishing
 from knowledge.errors import IngestFileError
+from knowledge.front_matter import FrontMatterRules
 from knowledge.models import Article, ArticleVersion
 from knowledge.sources import SourceDocument, SourceRead, plain_id, read_folder, read_zip
 
@@ -129,23 +130,25 @@ def test_an_html_page_is_read_from_its_main_content(tmp_path):
     assert read.warnings and read.warnings[0].startswith("2 file(s) without front matter")
 
 
-def test_files_with_front_matter_are_read_as_before(tmp_path):
-    # A source where a Markdown file carries front matter is in supportbot's format: a file there without it
-    # is an error (not an article with guessed fields), and HTML files are not read.
+def test_files_with_and_without_front_matter_are_read_side_by_side(tmp_path):
+    # A help centre as it comes: some pages carry front matter (ours here), some none, some are HTML. Each is
+    # read for what it says; only the strict format (FRONT_MATTER=strict) refuses a page without its fields.
     write(tmp_path, {"returns.md": FRONT_MATTER, "notes.md": "# Notes\n\nInternal.\n", "page.html": PAGE})
     read = read_folder(tmp_path, max_bytes=10_000, today=TODAY)
-    (returns,) = docs(read).values()
+    found = docs(read)
+    assert sorted(found) == ["notes", "page", "returns"] and not errors(read)
+    returns = found["returns"]
     assert (returns.slug, returns.version_label, returns.effective_date, returns.audience) == (
         "returns",
         "1",
         date(2026, 1, 1),
         "member",
     )
-    assert errors(read) == {
-        "notes.md": "no YAML front matter: the file must start with a line '---' (other files of this source have "
-        "front matter, so every one must; a source without any is read with defaults)"
-    }
-    assert read.warnings == ()
+    assert found["notes"].audience == "public" and found["notes"].effective_date == TODAY
+    assert read.warnings[-1].startswith("2 file(s) without front matter were read with defaults")
+    strict = read_folder(tmp_path, max_bytes=10_000, today=TODAY, rules=FrontMatterRules(strict=True))
+    assert list(docs(strict)) == ["returns"]
+    assert errors(strict) == {"notes.md": "no YAML front matter: the file must start with a line '---'"}
     # One file with front matter: exactly as before.
     (single,) = read_folder(tmp_path / "returns.md", max_bytes=10_000, today=TODAY).items
     assert isinstance(single, SourceDocument) and single.version_label == "1"
@@ -192,7 +195,7 @@ def test_two_files_making_one_id_are_both_refused(tmp_path):
 def test_a_single_file_needs_front_matter_unless_it_is_markdown_or_html(tmp_path):
     write(tmp_path, {"notes.txt": "# Notes\n\nText.\n", "one.md": "# One\n\nText.\n"})
     (error,) = read_folder(tmp_path / "notes.txt", max_bytes=10_000, today=TODAY).items
-    assert isinstance(error, IngestFileError) and "no YAML front matter" in error.message
+    assert isinstance(error, IngestFileError) and "no front matter says it is an article" in error.message
     single = read_folder(tmp_path / "one.md", max_bytes=10_000, today=TODAY)
     assert [d.slug for d in docs(single).values()] == ["one"] and not single.lists_every_page
 
@@ -271,9 +274,26 @@ def test_a_file_put_back_to_an_earlier_text_is_in_force_again_but_an_edit_in_the
     assert in_force().version_label == first and "6 weeks" in in_force().body
     assert "0 new, 0 changed, 1 unchanged" in sync()  # and only once
 
-    # A version published in the admin is not a text of the file: the next sync leaves it in force.
+    # A version published in the admin is not a text of the file: the next sync leaves it in force, and
+    # says that the folder and what customers see now differ.
     draft = publishing.new_draft_from(in_force(), body="# Descaling\n\nDescale every 4 weeks.\n")
     publishing.submit_for_review(draft)
     publishing.publish(draft, embedder=embedder)
-    assert "0 new, 0 changed, 1 unchanged" in sync()
+    err = io.StringIO()
+    out = io.StringIO()
+    call_command("ingest", str(folder), "--collection", "plain", stdout=out, stderr=err)
+    assert "0 new, 0 changed, 1 unchanged" in out.getvalue()
+    assert "1 article(s) were edited in the admin since their source was last synced" in err.getvalue()
+    assert "descaling" in err.getvalue() and "--overwrite" in err.getvalue()
     assert "4 weeks" in in_force().body
+    # --overwrite puts the file's text back in force; the admin's version is kept, superseded.
+    call_command("ingest", str(folder), "--collection", "plain", "--overwrite", stdout=out, stderr=io.StringIO())
+    assert "6 weeks" in in_force().body and in_force().version_label == first
+    assert ArticleVersion.objects.get(pk=draft.pk).status == "superseded"
+    assert "edited in the admin" not in sync_err(folder)
+
+
+def sync_err(folder: Path) -> str:
+    err = io.StringIO()
+    call_command("ingest", str(folder), "--collection", "plain", stdout=io.StringIO(), stderr=err)
+    return err.getvalue()

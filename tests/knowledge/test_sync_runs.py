@@ -59,7 +59,7 @@ def test_a_source_synced_run_by_run_skips_what_is_unchanged_and_retires_what_lef
 
     (folder / "gift-cards.md").write_text((folder / "gift-cards.md").read_text() + "\nGift cards never expire.\n")
     (folder / "order-tracking.md").unlink()
-    (folder / "broken.md").write_text("no front matter")
+    (folder / "broken.md").write_text("---\ntitle: Broken, its front matter never closed\n")
     edited = tasks.start_source_run(source, trigger=SyncTrigger.ADMIN)
     assert (edited.changed, edited.unchanged, edited.failed, edited.retired) == (1, 1, 1, 0)
     # An unreadable file's id is unknown, so nothing is retired until it is fixed.
@@ -244,7 +244,7 @@ def test_a_worker_syncs_in_the_background_and_beat_re_syncs_on_schedule(tmp_path
     assert draft.status == "published"
 
     # A file that cannot be read: named on stderr, and the command fails as an in-process sync would.
-    (folder / "broken.md").write_text("no front matter")
+    (folder / "broken.md").write_text("---\ntitle: Broken, its front matter never closed\n")
     capsys.readouterr()
     with pytest.raises(CommandError, match=r"1 document\(s\) failed"):
         call_command("ingest", str(folder), "--collection", "synced", "--background")

@@ -28,8 +28,9 @@ def _slug(value: str) -> str:
 
 class Command(BaseCommand):
     help = (
-        "Sync a collection with its sources: Markdown files with front matter (a folder or one file), or plain "
-        "Markdown and HTML files without it (their title, id, version and date assumed, said in one warning), a "
+        "Sync a collection with its sources: a help centre's Markdown and HTML pages as its site generator wrote "
+        "them (a folder, a zip or one file; front matter in any tool's keys or none, what is assumed or ignored "
+        "said in one warning), a "
         "Zendesk Help Center articles export (one page, or a folder of pages), a web page or sitemap.xml, or a "
         "BEIR corpus.jsonl. Unchanged documents cost nothing; articles that disappeared from a folder, an export "
         "or a sitemap are retired. A sync that would retire more than half of a collection's articles, or bring "
@@ -39,7 +40,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "path",
-            help="A folder of .md (and, without front matter, .html) files, one such file, a .zip of them, a "
+            help="A folder of .md, .mdx, .markdown and .html pages, one such file, a .zip of them, a "
             "Zendesk export (page .json or folder), a page or sitemap.xml address (--format web), or a BEIR corpus",
         )
         parser.add_argument(
@@ -53,6 +54,12 @@ class Command(BaseCommand):
             help="The source replaces what the collection holds: go ahead even if the sync retires more than half "
             f"of its articles, or brings articles that are not the demo's into {sync.DEMO_COLLECTION}",
         )
+        parser.add_argument(
+            "--overwrite",
+            action="store_true",
+            help="Put each source's text back in force over versions published in the admin since the last sync "
+            "(without it, the admin's version stays and a warning names the articles)",
+        )
         parser.add_argument("--format", choices=("markdown", "zendesk", "web", "beir"), default="markdown")
         parser.add_argument(
             "--audience", choices=AUDIENCES, default=None, help="web: who may read the pages (default public)"
@@ -63,6 +70,12 @@ class Command(BaseCommand):
             default=[],
             metavar="ID=AUDIENCE",
             help="Zendesk: the audience (member, staff, public) of a user segment; articles of unmapped segments fail",
+        )
+        parser.add_argument(
+            "--strict-front-matter",
+            action="store_true",
+            help="Markdown: read front matter in supportbot's own format only (id, title, version, effective_date, "
+            "audience required; any other key refused), as FRONT_MATTER=strict does for every sync",
         )
         parser.add_argument("--strategy", choices=STRATEGIES, default=settings.CHUNK_STRATEGY)
         parser.add_argument("--min-tokens", type=int, default=settings.CHUNK_MIN_TOKENS)
@@ -104,6 +117,12 @@ class Command(BaseCommand):
             raise CommandError(f"--segment: {exc}") from None
         if options["no_wait"] and not options["background"]:
             raise CommandError("--no-wait applies to --background only.")
+        if options["strict_front_matter"] and (options["format"] != "markdown" or options["background"]):
+            raise CommandError(
+                "--strict-front-matter applies to --format markdown here only; set FRONT_MATTER=strict for the workers."
+            )
+        if options["overwrite"] and options["background"]:
+            raise CommandError("--overwrite applies to a sync run here, not to --background.")
         if options["background"]:
             self._in_background(collection, options, segments)
             return
@@ -118,7 +137,7 @@ class Command(BaseCommand):
                 segments=segments,
             )
             try:
-                read = sync.read_source(source)
+                read = sync.read_source(source, strict=options["strict_front_matter"] or None)
             except KnowledgeError as exc:
                 raise CommandError(str(exc)) from None
         items = read.items if limit is None else read.items[:limit]
@@ -149,6 +168,7 @@ class Command(BaseCommand):
                 # Only a whole folder, export or sitemap says which articles exist; a single file or page, or
                 # a --limit run, says nothing about the others.
                 retire_missing=limit is None and read.lists_every_page,
+                overwrite=options["overwrite"],
                 progress=progress,
             )
         except KnowledgeError as exc:

@@ -43,6 +43,7 @@ from answering.services import TurnServices
 from knowledge.injection import without_outside_links
 from knowledge.retrieval import visible_chunks
 from knowledge.scope import Scope
+from knowledge.voice import Voice
 from supportbot.stopwatch import Stopwatch
 
 
@@ -113,7 +114,9 @@ def answer(
         else:
             # Whatever a generator wrote, no image, HTML or link out of the help centre is shipped.
             outcome.draft = without_outside_links(
-                _generate(outcome.query, context, scored, services, outcome, on_delta, on_reset)
+                _generate(
+                    outcome.query, context, scored, services, outcome, on_delta, on_reset, Voice.of(question.collection)
+                )
             )
     if not outcome.draft.strip() or not split_claims(outcome.draft):
         return outcome
@@ -144,11 +147,12 @@ def _generate(
     outcome: Outcome,
     on_delta: Callable[[str], None] | None,
     on_reset: Callable[[], None] | None,
+    voice: Voice,
 ) -> str:
     if services.model is not None:
         try:
             outcome.generator = answered_by(services.model)
-            return model_reply(question, context, services.model, on_delta=on_delta, on_reset=on_reset)
+            return model_reply(question, context, services.model, voice=voice, on_delta=on_delta, on_reset=on_reset)
         except ProviderUnavailable as exc:
             outcome.notes.append(f"{outcome.generator} unavailable ({exc}); the extractive generator answered instead.")
             if on_reset is not None:

@@ -31,6 +31,7 @@ from conversations.models import (
     OpeningPeriod,
     Referral,
     RefundDecision,
+    Role,
     StaffAction,
     StaffPresence,
     SystemPolicy,
@@ -143,10 +144,16 @@ class StaffActionInline(ShowsStaffActions, ReadOnlyInline):
 
 @admin.register(Conversation)
 class ConversationAdmin(ReadOnly, PersonalDataAdmin):
-    list_display = ("public_id", "collection", "audience", "status", "updated_at")
+    list_display = ("public_id", "first_question", "collection", "audience", "status", "updated_at")
     list_filter = ("status", "audience", "collection", "from_lab")
     fields = readonly_fields = ("public_id", "collection", "audience", "status", "created_at", "updated_at")
     inlines = [MessageInline, TurnInline, ReferralInline, StaffActionInline]
+
+    @admin.display(description="first question")
+    def first_question(self, obj: Conversation) -> str:
+        first = obj.messages.filter(role=Role.CUSTOMER).order_by("pk").first()
+        text = words(first, row=obj) if first is not None else ""
+        return text if len(text) <= 100 else text[:99] + "…"
 
     def has_delete_permission(self, request: HttpRequest, obj: Conversation | None = None) -> bool:
         # The deletion summary lists every message by str(), which is its raw text.

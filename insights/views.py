@@ -25,6 +25,19 @@ DEFAULT_SPAN_DAYS = 30
 DAY_INPUT = forms.DateInput(format="%Y-%m-%d", attrs={"type": "date"})
 
 
+class CollectionField(forms.ModelChoiceField):
+    """A collection by its name (as the docs and the admin call it) or its id."""
+
+    def to_python(self, value: Any) -> Collection | None:
+        text = str(value or "").strip()
+        if text and not text.isdigit():
+            found = Collection.objects.filter(name=text).first()
+            if found is None:
+                raise forms.ValidationError(self.error_messages["invalid_choice"], code="invalid_choice")
+            return found
+        return super().to_python(text)
+
+
 class AnalyticsFilter(forms.Form):
     """The range and collection asked for; a missing end is today, a missing start 30 days before the end."""
 
@@ -40,7 +53,7 @@ class AnalyticsFilter(forms.Form):
         widget=DAY_INPUT,
         error_messages={"invalid": "Enter the end date as YYYY-MM-DD."},
     )
-    collection = forms.ModelChoiceField(
+    collection = CollectionField(
         queryset=Collection.objects.order_by("name"),
         label="Collection",
         required=False,

@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from knowledge.help import public_version, public_versions, render_article, table_of_contents
 from knowledge.models import Collection
+from knowledge.voice import Voice
 
 
 def _help_centre() -> Collection:
@@ -17,15 +18,18 @@ def _help_centre() -> Collection:
 
 
 def help_index(request: HttpRequest) -> HttpResponse:
-    versions = public_versions(_help_centre(), timezone.localdate())
-    return render(request, "help/index.html", {"versions": versions})
+    collection = _help_centre()
+    versions = public_versions(collection, timezone.localdate())
+    return render(request, "help/index.html", {"versions": versions, "voice": Voice.of(collection)})
 
 
 def help_article(request: HttpRequest, slug: str) -> HttpResponse:
-    version = public_version(_help_centre(), slug, timezone.localdate())
+    collection = _help_centre()
+    version = public_version(collection, slug, timezone.localdate())
     if version is None:
         raise Http404(f"There is no public help article called {slug!r}.")
     context = {
+        "voice": Voice.of(collection),
         "article": version.article,
         "version": version,
         "body": render_article(version.body, without_title=True),

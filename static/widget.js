@@ -108,9 +108,11 @@
   var serverOrigin = server.origin;
   var wsUrl = (server.protocol === "https:" ? "wss://" : "ws://") + server.host + "/ws/chat/";
   var title = (attr("data-title") || "").trim() || "Help";
-  var greeting = (attr("data-greeting") || "").trim() ||
-    "Ask us anything about orders, delivery, returns or refunds. Answers come from our help centre, with " +
-    "links to the sources; if it doesn't cover your question, a person will help.";
+  // The page's own greeting, else the one the server sends in its welcome (the served collection's).
+  var pageGreeting = (attr("data-greeting") || "").trim();
+  var greeting = pageGreeting ||
+    "Ask us anything. Answers come from our help centre, with links to the sources; if it doesn't cover " +
+    "your question, a person will help.";
   var openOnLoad = (attr("data-open") || "").trim().toLowerCase() === "true";
   // The host site's signed token for a signed-in customer (customers/tokens.py); none for a guest.
   var customerToken = (attr("data-customer-token") || "").trim() || null;
@@ -453,12 +455,13 @@
       el("div", { className: "row" }, [input, send]),
       counter,
     ]);
+    var intro = el("p", { className: "intro", "data-role": "intro", text: greeting });
     var panel = el("div", {
       className: "panel", id: "sb-panel", "data-role": "panel", role: "dialog", "aria-modal": "false",
       "aria-labelledby": "sb-title", hidden: true,
     }, [
       el("div", { className: "header" }, [el("h2", { className: "title", id: "sb-title", text: title }), closeBtn]),
-      el("p", { className: "intro", "data-role": "intro", text: greeting }),
+      intro,
       statusLine,
       log,
       typing,
@@ -498,7 +501,7 @@
 
     document.body.appendChild(host);
     ui = { host: host, root: root, launcher: launcher, panel: panel, closeBtn: closeBtn, status: statusLine,
-      log: log, typing: typing, input: input, send: send, counter: counter };
+      intro: intro, log: log, typing: typing, input: input, send: send, counter: counter };
 
     window.addEventListener("online", function () {
       if (retryTimer !== null) {
@@ -673,6 +676,10 @@
     if (conversation) state.conversation = conversation;
     saveState();
     handoffStateFrom(frame);
+    if (!pageGreeting && str(frame.greeting)) {
+      greeting = str(frame.greeting);
+      if (ui) ui.intro.textContent = greeting;
+    }
 
     var messages = Array.isArray(frame.messages) ? frame.messages.slice() : [];
     messages.sort(function (a, b) { return (seqOf(a && a.seq) || 0) - (seqOf(b && b.seq) || 0); });

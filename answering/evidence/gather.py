@@ -30,7 +30,8 @@ def chunk_evidence(chunk: Chunk, score: float) -> Evidence:
         chunk_id=chunk.pk,
         article=chunk.version.article.slug,
         title=chunk.version.article.title,
-        version=chunk.version.version_label,
+        # A page without a version of its own is named by a hash of its text, which nobody should be shown.
+        version="" if chunk.version.named_by_content else chunk.version.version_label,
         effective_date=chunk.version.effective_date.isoformat(),
         heading_path=chunk.heading_path,
         text=chunk.text,

@@ -29,7 +29,9 @@ client → server
 
 server → client
   {"type": "welcome", "conversation": uuid, "token": str, "status": str, "signed_in": bool,
-   "messages": [message…]}
+   "messages": [message…], "greeting": str}
+      ``greeting`` is the served collection's (knowledge/voice.py); the widget shows it unless its page set
+      data-greeting.
       A new chat is stored with its first message: until then its token resumes nothing (a hello with it
       starts another new chat, without an error).
   {"type": "ack", "id": str, "seq": int}                 the message is stored

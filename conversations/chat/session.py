@@ -31,6 +31,7 @@ from conversations.records.turns import answer_message
 from customers import tokens
 from customers.models import Customer
 from knowledge.models import Collection
+from knowledge.voice import Voice
 
 TOKEN_SALT = "supportbot.chat"
 
@@ -168,6 +169,8 @@ def welcome_frame(conversation: Conversation, after: int) -> dict[str, Any]:
         "status": conversation.status,
         "signed_in": conversation.customer_id is not None,
         "messages": history_frames(conversation, after),
+        # The widget greets in the collection's name unless the page gave it a greeting of its own.
+        "greeting": Voice.of(conversation.collection).greeting,
         **_handoff_state(conversation),
     }
 

@@ -60,8 +60,12 @@ def card_context(conversation: Conversation, user: Any) -> dict[str, Any]:
         .order_by("created_at")
     )
     messages = list(conversation.messages.select_related("author").order_by("-pk")[:TRANSCRIPT_MESSAGES])
+    first = conversation.messages.filter(role=Role.CUSTOMER).order_by("pk").first()
     return {
         "conversation": conversation,
+        # What the conversation is about at a glance: the help centre it was asked in, and its first question.
+        "collection": conversation.collection.name,
+        "first_question": first.words_for(unmasked=unmasked) if first is not None else "",
         "referrals": [
             ShownReferral(
                 referral=r,

@@ -39,6 +39,16 @@ class Citation:
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def label(self) -> str:
+        """As the widget shows it: title › section, the title said once, and the version only when the
+        article has one of its own (never a hash)."""
+        headings = [h.strip() for h in self.heading_path.split(" › ") if h.strip()]
+        if headings and headings[0] == self.title:
+            headings.pop(0)
+        label = " › ".join([self.title or self.article, *headings])
+        return f"{label} (v{self.version.removeprefix('v')})" if self.version else label
+
 
 @dataclass(frozen=True)
 class TurnResult:

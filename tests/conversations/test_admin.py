@@ -1,6 +1,8 @@
 """The staff admin console: what each conversation page shows, and personal data masked for staff
 without conversations.view_personal_data (Presidio runs for real)."""
 
+import html
+import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
@@ -10,6 +12,7 @@ from django.db.models import Model
 from django.test import Client
 from django.urls import reverse
 
+from conversations.handoff.staff import render_card
 from conversations.models import (
     Claim,
     Conversation,
@@ -268,3 +271,14 @@ def test_it_refuses_deleting_a_conversation_to_staff_who_cannot_read_it(records)
 
     assert staff_client(*VIEW_ALL, "delete_conversation").get(url).status_code == 403
     assert Conversation.objects.filter(pk=records.conversation.pk).exists()
+
+
+def test_the_conversation_list_and_the_queue_card_say_the_collection_and_the_first_question(records):
+    listing = staff_client(*VIEW_ALL).get(reverse("admin:conversations_conversation_changelist")).content.decode()
+    assert "helpcentre" in listing and MASKED_EMAIL in listing and EMAIL not in listing
+    unmasked = staff_client(*VIEW_ALL, "view_personal_data").get(reverse("admin:conversations_conversation_changelist"))
+    assert EMAIL in unmasked.content.decode()
+    card = render_card(records.conversation, User.objects.create_user("lee", is_staff=True))
+    first = re.search(r'<q data-role="first-question">(.*?)</q>', card)
+    assert first is not None and html.unescape(MASKED_EMAIL) in html.unescape(first.group(1)) and EMAIL not in card
+    assert '<span data-role="collection">helpcentre</span>' in card

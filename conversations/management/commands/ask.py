@@ -78,8 +78,7 @@ class Command(BaseCommand):
         if result.units:
             self.stdout.write("quoted units: " + ", ".join(f"{u['kind']} [{u['passage']}]" for u in result.units))
         for citation in result.citations:
-            version = f" v{citation.version}" if citation.version else ""
-            self.stdout.write(f"  [{citation.number}] {citation.article}{version} › {citation.heading_path}")
+            self.stdout.write(f"  [{citation.number}] {citation.label}")
         for claim in result.claims:
             self.stdout.write(f"  claim ({'✓' if claim.supported else '✗'} {claim.tier.value}): {claim.text}")
         timings = ", ".join(f"{name} {ms:.0f}" for name, ms in result.latency_ms.items())

@@ -98,6 +98,24 @@ def split_sentences(paragraph: str) -> list[str]:
     return sentences
 
 
+def whole_sentences(sentences: list[str], *, keep_last: bool = False) -> list[str]:
+    """The sentences of a paragraph as statements: one of a word or two ("Yes!", "No.", "Not yet.") opens the
+    answer after it and is said with it, never dropped from it nor quoted alone. A short one that ends the
+    paragraph says nothing alone: left out, unless ``keep_last`` (a statement quoted whole keeps all of its
+    words). A lead-in ending in ":" stands on its own."""
+    out: list[str] = []
+    carried = ""
+    for sentence in sentences:
+        if len(sentence.split()) < 3 and not sentence.endswith(":"):
+            carried = f"{carried} {sentence}".strip()
+            continue
+        out.append(f"{carried} {sentence}".strip())
+        carried = ""
+    if carried and keep_last:
+        out.append(carried)
+    return out
+
+
 def _block_units(lines: list[str], kind: str, count_tokens: TokenCounter) -> list[Unit]:
     if kind in ("table", "code"):
         text = "\n".join(lines)

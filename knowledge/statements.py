@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from knowledge.chunking import split_sentences
+from knowledge.chunking import split_sentences, whole_sentences
 
 _TABLE_RULE = re.compile(r"^\|?\s*:?-{3,}")
 _FENCE = re.compile(r"^(```|~~~)")
@@ -31,6 +31,72 @@ _SETS_CONDITION = re.compile(
     r"^(if|unless|when|whenever|once|provided|as long as|in case|only if|where|until|after|before)\b",
     re.IGNORECASE,
 )
+
+
+# Asides: statements a help centre writes around its answers, never one of them. Told by their shape, as
+# measured on statements of help centres others wrote (lab/datasets/boilerplate/, lab/boilerplate_evaluation.py):
+# - a cheer, greeting or sign-off: a short exclamation with nothing specific in it (no number, code or UI
+#   name), or the close of a procedure with nothing more to do;
+# - an invitation to write to the writers: a verb of asking or telling aimed at "us" or the team, and no
+#   fact beside it (no number, no address or link);
+# - text about the text: the page, guide or section talking about itself, a sentence announcing what
+#   comes, or a pointer and little else ("See [Refunds](refunds.md) for details.").
+_SPECIFIC = re.compile(r"\d|`|\*\*|@|https?://|\]\(|[A-Z][a-z]+ [>›→] ")
+_TALK_TO_US = re.compile(
+    r"\b(contact|write|e-?mail|message|ask|tell|reach(?: out)?|talk|chat|speak|ping|get in touch|let)\b[^.!?]{0,40}?"
+    r"\b(us|our (?:support|team|staff|community|forum|experts|engineers)|the (?:support )?team|support team|know)\b"
+    r"|\b(feel free|do not hesitate|don't hesitate|happy to help|here to help|we(?:'d| would) love to hear)\b",
+    re.IGNORECASE,
+)
+_ABOUT_ITSELF = re.compile(
+    r"\b(this|the following|the next|the previous|the rest of this|our) (guide|article|page|section|tutorial|"
+    r"document|chapter|post|walkthrough|video|documentation)\b[^.!?]{0,60}?\b(covers?|explains?|describes?|shows?|"
+    r"walks?|will|we(?:'ll| will)|you(?:'ll| will)|learn|introduces?|goes|takes)\b"
+    r"|^\s*(in this (guide|article|page|section|tutorial|document|post)|read on|keep reading|learn more|read more|"
+    r"find out more|page url|last (updated|modified)|edit this page|table of contents|on this page)\b",
+    re.IGNORECASE,
+)
+# A pointer and nothing else: it opens by pointing elsewhere, holds a link, and says little beside it.
+_POINTS_ELSEWHERE = re.compile(
+    r"^\s*>?\s*\[?\s*(see(?: also| here)?|learn more|read more|find out more|more on|more about|check out|refer to|"
+    r"for more (?:details|information|info))\b",
+    re.IGNORECASE,
+)
+_LINK_TARGET = re.compile(r"\]\([^)]*\)")
+# Pointing to more elsewhere, anywhere in a statement with a link: "[Read more here](…)", "More details [here](…)".
+_MORE_ELSEWHERE = re.compile(
+    r"\b(?:read|learn|find out) (?:more|here)\b|\bmore (?:details|information|info)\b|\btake a look at\b",
+    re.IGNORECASE,
+)
+# Announcing what comes, as a sentence of its own: "Here's how to block your own visits."
+_ANNOUNCES = re.compile(r"^\s*(?:here(?:'s|’s| is| are)|below (?:is|are)|the following (?:is|are))\b", re.IGNORECASE)
+# Closing a procedure with nothing more to do: "That's it.", "Your goal should now be set up."
+_CLOSES = re.compile(
+    r"^\s*(?:and )?that(?:'s|’s| is) (?:it|all)\b|\bshould now be (?:set up|ready|done|working)\b|"
+    r"^\s*you(?:'re|’re| are) (?:all set|done|ready to go)\b",
+    re.IGNORECASE,
+)
+
+
+def aside_kind(text: str) -> str | None:
+    """ "greeting", "contact" or "navigation" when a statement is an aside of that kind, else None."""
+    words = text.split()
+    specific = bool(_SPECIFIC.search(text))
+    if text.rstrip().endswith("!") and len(words) <= 6 and not specific:
+        return "greeting"
+    if _CLOSES.search(text) and len(words) <= 14:
+        return "greeting"
+    outside_links = len(_LINK_TARGET.sub("]", text).split())
+    pointer = "](" in text and (
+        (bool(_POINTS_ELSEWHERE.match(text)) and outside_links <= 14)
+        or (bool(_MORE_ELSEWHERE.search(text)) and outside_links <= 18)
+    )
+    announces = bool(_ANNOUNCES.match(text)) and not text.rstrip().endswith(":")
+    if pointer or announces or (_ABOUT_ITSELF.search(text) and not specific):
+        return "navigation"
+    if _TALK_TO_US.search(text) and not specific and len(words) <= 30:
+        return "contact"
+    return None
 
 
 @dataclass(frozen=True)
@@ -117,6 +183,6 @@ def passage_statements(text: str) -> list[Statement]:
             step = line_step or bool(_NUMBERED.match(line))
             add(_as_sentence(_LIST_MARK.sub("", _EMPHASIS.sub("", line)).strip()), kind, step)
         else:
-            for sentence in split_sentences(_EMPHASIS.sub("", line).strip()):
+            for sentence in whole_sentences(split_sentences(_EMPHASIS.sub("", line).strip())):
                 add(_as_sentence(sentence), kind)
     return statements

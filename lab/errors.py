@@ -45,3 +45,7 @@ class AnswerDataError(ValueError):
 
 class NamesDataError(ValueError):
     """A file of the name tagger's data is not as lab.names_sources writes it."""
+
+
+class AsideDataError(ValueError):
+    """The asides' statements or labels (lab/datasets/boilerplate/) cannot be read."""

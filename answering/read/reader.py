@@ -20,11 +20,16 @@ import numpy as np
 
 from answering.evidence.context import Context, Trust
 from answering.ground.claims import content_words, numbers_in
-from knowledge.chunking import HEADING_SEPARATOR, split_sentences
+from knowledge.chunking import HEADING_SEPARATOR, split_sentences, whole_sentences
 from knowledge.injection import Suspicion, suspicion, without_outside_links
 from knowledge.rerank import CrossEncoder, Reading, best_of, read_passages
-from knowledge.statements import Statement, passage_statements
+from knowledge.statements import Statement, aside_kind, passage_statements
 
+# A question about reaching the business itself, which an invitation to get in touch may answer.
+_ASKS_FOR_CONTACT = re.compile(
+    r"\b(contact|reach|e-?mail|phone|talk|speak|human|person|agent|someone)\b",
+    re.IGNORECASE,
+)
 # A code in a heading ("E-4012", "W-9", "SKU2231"): letters joined to digits.
 _IDENTIFIER = re.compile(r"\b[A-Za-z]{1,4}-?\d{2,}\b")
 # A statement that opens like these narrows the one before it: a condition, an exception, a caveat.
@@ -93,6 +98,9 @@ def score_sentences(
     evidence is quoted, never obeyed or repeated as policy. Nor is a statement the detector only suspects:
     the reader quotes what it can stand behind."""
     read = read or {}
+    # Asides (a cheer, an invitation to get in touch, the page talking about itself) are never the answer,
+    # unless the customer asks how to get in touch.
+    asides_allowed = bool(_ASKS_FOR_CONTACT.search(question))
     verified = [p for p in context.evidence if p.trust is Trust.VERIFIED]
     retrieved = [p for p in context.evidence if p.trust is not Trust.VERIFIED][:passages]
     chosen = [*verified, *retrieved]
@@ -110,7 +118,9 @@ def score_sentences(
         quoted = {
             r.statement.position
             for r in passage_readings
-            if suspicion(r.statement.text) is Suspicion.CLEAN and without_outside_links(r.statement.text) in given
+            if suspicion(r.statement.text) is Suspicion.CLEAN
+            and without_outside_links(r.statement.text) in given
+            and (asides_allowed or aside_kind(r.statement.text) is None)
         }
         scored.extend(
             ScoredSentence(
@@ -396,6 +406,10 @@ def quoted_units(scored: Sequence[ScoredSentence], chosen: Sequence[ScoredSenten
         elif heading_label(s.heading).endswith("?") and _neighbour(scored, s, -1) is None:
             # An FAQ's answer opens its section: said after the question it answers.
             unit, done = QuotedUnit(s.passage, "faq", (s,), heading_label(s.heading)), [s]
+        elif s.statement.introduces:
+            # A lead-in whose own list does not follow it here: said before anything else, it would
+            # announce a list it does not have, or the next one quoted ("… two options:" over another list).
+            continue
         else:
             unit, done = QuotedUnit(s.passage, "sentence", (s,)), [s]
         units.append(unit)
@@ -404,7 +418,9 @@ def quoted_units(scored: Sequence[ScoredSentence], chosen: Sequence[ScoredSenten
 
 
 def _cited(text: str, passage: int) -> str:
-    return " ".join(f"{sentence.rstrip()} [{passage}]" for sentence in split_sentences(text))
+    # "Yes!" is cited with the answer it opens, as the statement holds them (a short piece is no claim).
+    pieces = whole_sentences(split_sentences(text), keep_last=True)
+    return " ".join(f"{sentence.rstrip()} [{passage}]" for sentence in pieces)
 
 
 def as_reply(units: Sequence[QuotedUnit]) -> str:
@@ -414,8 +430,16 @@ def as_reply(units: Sequence[QuotedUnit]) -> str:
     chosen."""
     named: set[int] = set()
     parts: list[str] = []
+    said: set[str] = set()  # no statement is said twice, whichever passages repeat it
     for unit in units:
         n = unit.passage
+        statements = tuple(s for s in unit.statements if _said_as(s.text) not in said)
+        if not statements:
+            continue
+        said.update(_said_as(s.text) for s in statements)
+        lead = " ".join(p for p in split_sentences(unit.lead) if _said_as(p) not in said) if unit.lead else ""
+        said.update(_said_as(p) for p in split_sentences(lead))
+        unit = replace(unit, statements=statements, lead=lead)
         first = unit.statements[0]
         if unit.kind == "sentence":
             # The code is said once, with the first statement of its section.
@@ -434,6 +458,10 @@ def as_reply(units: Sequence[QuotedUnit]) -> str:
             parts.append("\n".join(lines))
         named.add(n)
     return "\n".join(parts) if any("\n" in p for p in parts) else " ".join(parts)
+
+
+def _said_as(text: str) -> str:
+    return " ".join(text.lower().split()).rstrip(".!")
 
 
 def quotable_forms(text: str, heading_path: str) -> list[str]:

@@ -28,7 +28,7 @@ from knowledge import injection
 from knowledge.injection import Suspicion, looks_like_instruction, suspicion
 from knowledge.injection_model import InjectionModel, feature_indices
 from knowledge.rerank import Reading, default_reranker
-from knowledge.statements import passage_statements
+from knowledge.statements import aside_kind, passage_statements
 from tests.loopback import free_port
 
 
@@ -504,3 +504,73 @@ def test_each_statement_is_weighed_against_its_heading_read_alone(embedder):
     # Read after the answer it sits behind, it borrows the answer's relevance: that does not make it a reply.
     said = [s.text for s in choose_statements(list(scored.values()), embed=embedder.encode)]
     assert said == [swap.text]
+
+
+def test_an_faq_answer_keeps_the_yes_or_no_that_answers_it(embedder):
+    heading = "Extension FAQ › Can I use the extension in a private window?"
+    text = "Yes! Turn on Allow in Incognito on the extension's details page.\n\nWorks offline."
+    assert [s.text for s in passage_statements(text)] == [
+        "Yes! Turn on Allow in Incognito on the extension's details page."  # "Works offline." says little alone
+    ]
+    scored = read_as(text, heading, {"Yes! Turn on Allow in Incognito on the extension's details page.": 5.0})
+    reply = as_reply(quoted_units(scored, choose_statements(scored, embed=embedder.encode)))
+    assert reply == (
+        "Can I use the extension in a private window? [1] "
+        "Yes! Turn on Allow in Incognito on the extension's details page. [1]"
+    )
+    # Grounding reads "Yes!" with the sentence it opens, as the reader quoted it: every claim is cited.
+    assert all(claim.citations == (1,) for claim in split_claims(reply) if claim.is_substantive)
+
+
+def test_a_lead_in_is_never_said_without_its_own_list(embedder):
+    # The lead-in's list is in another chunk: said alone it would announce a list it does not give.
+    text = "The importer currently supports two options:\n\nBoth run nightly at 02:00 UTC."
+    scored = read_as(text, "Import › Options", {"The importer currently supports two options:": 6.0})
+    chosen = choose_statements(scored, embed=embedder.encode)
+    assert "two options" not in as_reply(quoted_units(scored, chosen))
+
+
+def test_no_statement_is_said_twice_in_one_reply():
+    condition = "If your order is already Packed or Shipped, you cannot cancel it."
+    first = ScoredSentence(1, condition, 6.0, 0, 0, heading="Orders › Cancelling")
+    again = ScoredSentence(2, condition, 5.5, 3, 1, heading="FAQ › Cancelling")
+    other = ScoredSentence(
+        2, "Refuse the delivery and we refund you once it is back.", 5.0, 4, 1, heading="FAQ › Cancelling"
+    )
+    reply = as_reply(quoted_units([first, again, other], [first, again, other]))
+    assert reply.count("you cannot cancel it") == 1 and "Refuse the delivery" in reply
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("Happy tracking!", "greeting"),
+        ("That's all you need to do.", "greeting"),
+        ("If you run into trouble or have ideas, feel free to write to our team.", "contact"),
+        ("Don't hesitate to let us know what you think.", "contact"),
+        ("In this guide, you'll learn how invoices are numbered.", "navigation"),
+        ("See [Refund times](refunds.md) for details.", "navigation"),
+        ("[Read more here](exports.md).", "navigation"),
+        ("Here's how to export your data.", "navigation"),
+        # What a customer can be answered with: never an aside.
+        ("Refunds reach your card within 5 business days!", None),
+        ("Email billing@example.com to change the invoice address.", None),
+        ("To change your invoice email, see [Billing access](billing.md).", None),
+        ("Here's the list of supported browsers:", None),
+        ("Make sure to not mix up the inputs!", None),
+    ],
+)
+def test_asides_are_told_by_their_shape(text, kind):
+    assert aside_kind(text) == kind
+
+
+def test_an_aside_is_never_quoted_unless_the_customer_asks_how_to_get_in_touch():
+    text = (
+        "Go to Settings and choose Export to download a CSV file.\n\nFeel free to write to our team with any questions."
+    )
+    context = assemble_context("Be kind.", [evidence(1, text)], [], budget_tokens=500, count_tokens=words)
+    reranker = default_reranker()
+    quoted = [s.text for s in score_sentences("can I ask your team a question?", context, reranker)]
+    assert not any("Feel free" in t for t in quoted) and any("Export" in t for t in quoted)
+    asked = [s.text for s in score_sentences("how do I contact someone on your team?", context, reranker)]
+    assert any("Feel free" in t for t in asked)

@@ -1,5 +1,5 @@
 """manage.py evaluate: quality on labelled sets (answers, kinds, retrieval, grounding, personal data, injection, the
-injection detector, content gaps)."""
+injection detector, content gaps, asides)."""
 
 import json
 import sys
@@ -29,8 +29,10 @@ from lab.answer_evaluation import (
     evaluate_answers,
     read_golden_set,
 )
+from lab.boilerplate_evaluation import asides_report
 from lab.calibration import labelled_set
 from lab.errors import (
+    AsideDataError,
     AttackSetError,
     CalibrationError,
     GapLabelError,
@@ -99,7 +101,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
-            "what", choices=["retrieval", "grounding", "answers", "kinds", "pii", "injection", "detector", "gaps"]
+            "what",
+            choices=["retrieval", "grounding", "answers", "kinds", "pii", "injection", "detector", "gaps", "asides"],
         )
         parser.add_argument(
             "--dataset",
@@ -394,6 +397,13 @@ class Command(BaseCommand):
             return
         if options["what"] == "pii":
             self._pii(options)
+            return
+        if options["what"] == "asides":
+            try:
+                for line in asides_report():
+                    self.stdout.write(line)
+            except AsideDataError as exc:
+                raise CommandError(str(exc)) from None
             return
         if options["what"] == "detector":
             try:

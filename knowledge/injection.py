@@ -86,7 +86,22 @@ _NEGATED = re.compile(r"\b(?:never|not|don't|do not|won't|will not|cannot|can't|
 _ELSEWHERE = re.compile(
     r"(?:https?:)?//\S+|\bwww\.\S+|\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\+?\d[\d ()-]{7,}\d|\b(?:call|text)\b", _FLAGS
 )
-_HTML_TAG = re.compile(r"<\s*/?\s*[a-z][a-z0-9-]*(?:\s[^>]*)?/?\s*>", _FLAGS)
+# Markup: a closing tag, a tag with attributes, an HTML element, or a role or prompt tag ("<system>",
+# "</passage>"). A bare word in angle brackets that is none of these is a placeholder of a command or an
+# option ("--apikey <key>"), which the help page shows as written.
+_ELEMENTS = (
+    "a|abbr|address|applet|area|article|aside|audio|b|base|bdi|bdo|blink|blockquote|body|br|button|canvas|caption|"
+    "center|cite|code|col|colgroup|data|datalist|dd|del|details|dfn|dialog|div|dl|dt|em|embed|fieldset|figcaption|"
+    "figure|font|footer|form|frame|frameset|h[1-6]|head|header|hgroup|hr|html|i|iframe|img|input|ins|kbd|label|"
+    "legend|li|link|main|map|mark|marquee|math|menu|meta|meter|nav|noscript|object|ol|optgroup|option|output|p|"
+    "param|picture|pre|progress|q|rp|rt|ruby|s|samp|script|search|section|select|slot|small|source|span|strong|"
+    "style|sub|summary|sup|svg|table|tbody|td|template|textarea|tfoot|th|thead|time|title|tr|track|u|ul|var|"
+    "video|wbr|system|assistant|user|human|ai|bot|model|developer|instructions?|prompt|passage|evidence|policy|"
+    "context|conversation|question|tone|im_start|im_end|endoftext"
+)
+_HTML_TAG = re.compile(
+    rf"<\s*/\s*[a-z][\w:-]*\s*>|<\s*[a-z][\w:-]*\s+[^<>]*=[^<>]*>|<\s*(?:{_ELEMENTS})\s*/?\s*>", _FLAGS
+)
 # An image from another site: it is fetched when shown, and its address can carry the conversation away.
 _OUTSIDE_IMAGE = re.compile(r"!\[[^\]]*\]\(\s*(?!/help/)")
 _BASE64 = re.compile(r"(?<![\w/+=])[A-Za-z0-9+/]{16,}={0,2}(?![\w/+=])")

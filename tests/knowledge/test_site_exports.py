@@ -139,12 +139,17 @@ def test_an_export_ingests_with_no_failure_and_its_chunks_quote_code_and_urls_by
     assert [span for span in spans if span not in text] == []
 
 
+def ingested_text(tool: str) -> str:
+    """The chunks' text once an export is ingested."""
+    call_command(
+        "ingest", str(EXPORTS / tool / "docs"), "--collection", tool, stdout=io.StringIO(), stderr=io.StringIO()
+    )
+    return "\n".join(Chunk.objects.filter(collection__name=tool).values_list("text", flat=True))
+
+
 @pytest.mark.django_db
 def test_what_the_jekyll_page_shows_reaches_its_chunks(embedder):
-    call_command(
-        "ingest", str(EXPORTS / "jekyll" / "docs"), "--collection", "export", stdout=io.StringIO(), stderr=io.StringIO()
-    )
-    text = "\n".join(Chunk.objects.filter(collection__name="export").values_list("text", flat=True))
+    text = ingested_text("jekyll")
     assert "`chrome://extensions/shortcuts`" in text
     assert "<https://developer.chrome.com/docs/extensions/reference/commands>" in text  # the autolink whole
     assert "Warning: Shortcuts that another extension already uses are silently ignored" in text
@@ -153,6 +158,11 @@ def test_what_the_jekyll_page_shows_reaches_its_chunks(embedder):
     assert "`{{ username }}`" in text  # {% raw %} keeps what it holds
     summary = ArticleVersion.objects.get(article__slug="browser-extension", status="published").summary
     assert summary == "Change or turn off the extension's keyboard shortcuts."
+
+
+@pytest.mark.django_db
+def test_a_placeholder_outside_code_reaches_the_chunks(embedder):
+    assert "Replace <server> with the address your admin gave you." in ingested_text("hugo")
 
 
 @pytest.mark.django_db

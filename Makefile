@@ -24,8 +24,7 @@ stop:
 # ensure_staff says which collection is served, and warns when it does not exist).
 run: db
 	$(PY) manage.py ingest knowledge/sample/helpcentre --collection helpcentre
-	$(PY) manage.py voice helpcentre --business-name "Lumen & Oak" --helps-with "orders, delivery, returns or refunds" \
-	  --tone "Warm and brief, as a shop assistant would say it in person."
+	$(PY) manage.py voice helpcentre --load knowledge/sample/helpcentre_voice.json
 	$(PY) manage.py glossary knowledge/sample/glossary.tsv --collection helpcentre
 	$(PY) manage.py policy conversations/sample/policy.md --collection helpcentre
 	$(PY) manage.py load_customers customers/sample/customers.json

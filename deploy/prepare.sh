@@ -49,6 +49,7 @@ elif demo_loaded; then
 else
   echo "==> loading the demo help centre (SUPPORTBOT_ARTICLES=FOLDER loads your own instead)"
   manage ingest knowledge/sample/helpcentre --collection helpcentre
+  manage voice helpcentre --load knowledge/sample/helpcentre_voice.json
   manage glossary knowledge/sample/glossary.tsv --collection helpcentre
   manage load_customers customers/sample/customers.json
   manage calibrate --collection helpcentre --if-missing --signals conversations/sample/helpcentre_signals.json

@@ -23,9 +23,9 @@ FROM knowledge_article a CROSS JOIN generate_series(1, %(copies)s) n
 WHERE a.collection_id = %(source)s
 """
 _COPY_VERSIONS = """
-INSERT INTO knowledge_articleversion (article_id, version_label, effective_date, status, audience, body,
+INSERT INTO knowledge_articleversion (article_id, version_label, effective_date, status, audience, summary, body,
     content_hash, chunking, source_path, created_at, updated_at, indexed_at)
-SELECT copy.id, v.version_label, v.effective_date, v.status, v.audience, v.body,
+SELECT copy.id, v.version_label, v.effective_date, v.status, v.audience, v.summary, v.body,
     v.content_hash, v.chunking, v.source_path, now(), now(), v.indexed_at
 FROM knowledge_articleversion v
     JOIN knowledge_article a ON a.id = v.article_id AND a.collection_id = %(source)s

@@ -128,9 +128,9 @@ def build(
             )
             cursor.execute(
                 "INSERT INTO knowledge_articleversion (article_id, version_label, effective_date, status, audience, "
-                "body, content_hash, chunking, source_path, created_at, updated_at, indexed_at) "
+                "summary, body, content_hash, chunking, source_path, created_at, updated_at, indexed_at) "
                 "SELECT a.id, '1', DATE '2026-01-01', 'published', (%s::text[])[row_number() OVER (ORDER BY a.id)], "
-                "'', md5(a.slug), 'synthetic', '', now(), now(), now() "
+                "'', '', md5(a.slug), 'synthetic', '', now(), now(), now() "
                 "FROM knowledge_article a WHERE a.collection_id = %s",
                 [_audiences(articles, rng), target.pk],
             )

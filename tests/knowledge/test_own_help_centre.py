@@ -263,4 +263,4 @@ def test_make_run_passes_chat_collection_on_and_loads_the_demo_into_helpcentre_o
     assert all(args.count("--collection") == 1 for args in loads)
     # The demo shop's name and greeting go to the demo's collection, and no other.
     (voice,) = [line.split()[2:] for line in commands if " voice " in line]
-    assert voice[:2] == ["voice", "helpcentre"] and "--business-name" in voice
+    assert voice == ["voice", "helpcentre", "--load", "knowledge/sample/helpcentre_voice.json"]

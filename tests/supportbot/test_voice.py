@@ -1,6 +1,8 @@
 """The assistant speaks for the business whose collection it serves: the widget's greeting, the help pages'
 title, the page behind the widget and a model's prompt say its name; without one, never the demo shop's."""
 
+import io
+
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -21,7 +23,7 @@ def mine() -> Collection:
     return Collection.objects.create(name="mine", embedding_space=space)
 
 
-def test_the_voice_command_sets_what_the_greeting_title_and_prompt_say(mine, capsys):
+def test_the_voice_command_sets_what_the_greeting_title_and_prompt_say(mine, capsys, tmp_path):
     call_command(
         "voice",
         "mine",
@@ -44,6 +46,14 @@ def test_the_voice_command_sets_what_the_greeting_title_and_prompt_say(mine, cap
     )
     # The tone comes after the rules, and the policy still governs it.
     assert system.index("Warm and brief.") > system.index("6. Reply in plain sentences") and "online shop" not in system
+    # The demo's, as make run loads it.
+    call_command("voice", "mine", "--load", "knowledge/sample/helpcentre_voice.json", stdout=io.StringIO())
+    mine.refresh_from_db()
+    assert (mine.business_name, mine.helps_with) == ("Lumen & Oak", "orders, delivery, returns or refunds")
+    bad = tmp_path / "voice.json"
+    bad.write_text('{"name": "Acme"}')
+    with pytest.raises(CommandError, match="expected an object with text fields"):
+        call_command("voice", "mine", "--load", str(bad))
     with pytest.raises(CommandError, match="No collection 'nope'"):
         call_command("voice", "nope")
     with pytest.raises(CommandError, match="at most 200"):

@@ -10,7 +10,7 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.options import BaseModelAdmin
 from django.contrib.admin.utils import flatten_fieldsets
-from django.db.models import Max, Model, QuerySet, Value
+from django.db.models import Max, Model, Prefetch, QuerySet, Value
 from django.http import HttpRequest, HttpResponse
 from django.template.defaultfilters import linebreaksbr
 from django.template.response import TemplateResponse
@@ -149,10 +149,21 @@ class ConversationAdmin(ReadOnly, PersonalDataAdmin):
     fields = readonly_fields = ("public_id", "collection", "audience", "status", "created_at", "updated_at")
     inlines = [MessageInline, TurnInline, ReferralInline, StaffActionInline]
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Conversation]:
+        # The list shows each conversation's collection and first question: fetched with the page, not a
+        # query per row.
+        asked = Message.objects.filter(role=Role.CUSTOMER).order_by("pk")
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("collection")
+            .prefetch_related(Prefetch("messages", queryset=asked, to_attr="customer_messages"))
+        )
+
     @admin.display(description="first question")
     def first_question(self, obj: Conversation) -> str:
-        first = obj.messages.filter(role=Role.CUSTOMER).order_by("pk").first()
-        text = words(first, row=obj) if first is not None else ""
+        asked = getattr(obj, "customer_messages", [])
+        text = words(asked[0], row=obj) if asked else ""
         return text if len(text) <= 100 else text[:99] + "…"
 
     def has_delete_permission(self, request: HttpRequest, obj: Conversation | None = None) -> bool:

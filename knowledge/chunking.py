@@ -98,11 +98,10 @@ def split_sentences(paragraph: str) -> list[str]:
     return sentences
 
 
-def whole_sentences(sentences: list[str], *, keep_last: bool = False) -> list[str]:
+def whole_sentences(sentences: list[str]) -> list[str]:
     """The sentences of a paragraph as statements: one of a word or two ("Yes!", "No.", "Not yet.") opens the
-    answer after it and is said with it, never dropped from it nor quoted alone. A short one that ends the
-    paragraph says nothing alone: left out, unless ``keep_last`` (a statement quoted whole keeps all of its
-    words). A lead-in ending in ":" stands on its own."""
+    answer after it and is said with it, never dropped from it nor quoted alone; one that ends the paragraph
+    says nothing alone and is left out. A lead-in ending in ":" stands on its own."""
     out: list[str] = []
     carried = ""
     for sentence in sentences:
@@ -111,8 +110,6 @@ def whole_sentences(sentences: list[str], *, keep_last: bool = False) -> list[st
             continue
         out.append(f"{carried} {sentence}".strip())
         carried = ""
-    if carried and keep_last:
-        out.append(carried)
     return out
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from answering.evidence.context import Context, Trust
 from answering.ground.claims import content_words, numbers_in
-from knowledge.chunking import HEADING_SEPARATOR, split_sentences, whole_sentences
+from knowledge.chunking import HEADING_SEPARATOR, split_sentences
 from knowledge.injection import Suspicion, suspicion, without_outside_links
 from knowledge.rerank import CrossEncoder, Reading, best_of, read_passages
 from knowledge.statements import Statement, aside_kind, passage_statements
@@ -418,9 +418,9 @@ def quoted_units(scored: Sequence[ScoredSentence], chosen: Sequence[ScoredSenten
 
 
 def _cited(text: str, passage: int) -> str:
-    # "Yes!" is cited with the answer it opens, as the statement holds them (a short piece is no claim).
-    pieces = whole_sentences(split_sentences(text), keep_last=True)
-    return " ".join(f"{sentence.rstrip()} [{passage}]" for sentence in pieces)
+    # Every sentence its own citation, short ones too: "Email help@x.example." before "We reply within a day."
+    # is a claim of its own, and uncited it would send the whole reply to a person.
+    return " ".join(f"{sentence.rstrip()} [{passage}]" for sentence in split_sentences(text))
 
 
 def as_reply(units: Sequence[QuotedUnit]) -> str:

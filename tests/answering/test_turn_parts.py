@@ -516,10 +516,17 @@ def test_an_faq_answer_keeps_the_yes_or_no_that_answers_it(embedder):
     reply = as_reply(quoted_units(scored, choose_statements(scored, embed=embedder.encode)))
     assert reply == (
         "Can I use the extension in a private window? [1] "
-        "Yes! Turn on Allow in Incognito on the extension's details page. [1]"
+        "Yes! [1] Turn on Allow in Incognito on the extension's details page. [1]"
     )
-    # Grounding reads "Yes!" with the sentence it opens, as the reader quoted it: every claim is cited.
-    assert all(claim.citations == (1,) for claim in split_claims(reply) if claim.is_substantive)
+    # Every claim is cited, the short one too.
+    assert all(claim.citations == (1,) for claim in split_claims(reply))
+
+
+def test_a_short_first_sentence_of_a_statement_is_cited_too(embedder):
+    text = "- Email help@shop.example. We reply within 1 business day."
+    scored = read_as(text, "Contact › Email", {"Email help@shop.example. We reply within 1 business day.": 5.0})
+    reply = as_reply(quoted_units(scored, choose_statements(scored, embed=embedder.encode)))
+    assert [claim.citations for claim in split_claims(reply)] == [(1,), (1,)]
 
 
 def test_a_lead_in_is_never_said_without_its_own_list(embedder):
